@@ -1,0 +1,37 @@
+#include "core/contract.h"
+
+namespace rv {
+
+std::string_view to_string(Contract contract) {
+  switch (contract) {
+    case Contract::kFixedOrder:
+      return "fixed-order";
+    case Contract::kLibrarySum:
+      return "library-sum";
+  }
+  return "?";
+}
+
+std::string_view to_string(Op op) {
+  switch (op) {
+    case Op::kSum:
+      return "sum";
+    case Op::kMean:
+      return "mean";
+  }
+  return "?";
+}
+
+std::optional<Contract> parse_contract(std::string_view text) {
+  if (text == "fixed-order") return Contract::kFixedOrder;
+  if (text == "library-sum") return Contract::kLibrarySum;
+  return std::nullopt;
+}
+
+std::optional<Op> parse_op(std::string_view text) {
+  if (text == "sum") return Op::kSum;
+  if (text == "mean") return Op::kMean;
+  return std::nullopt;
+}
+
+}  // namespace rv

@@ -1,0 +1,26 @@
+// The reduction contracts and ops of DESIGN.md §2, and their canonical spellings (used in
+// case ids, reports and on the command line).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace rv {
+
+enum class Contract : std::uint8_t {
+  kFixedOrder,  // our own fold, ascending rank order: portable bits
+  kLibrarySum,  // the transport library's own sum: no portability promise
+};
+
+enum class Op : std::uint8_t {
+  kSum,
+  kMean,  // sum × (1.0f / W), never pre-scaled addends
+};
+
+std::string_view to_string(Contract contract);
+std::string_view to_string(Op op);
+std::optional<Contract> parse_contract(std::string_view text);
+std::optional<Op> parse_op(std::string_view text);
+
+}  // namespace rv

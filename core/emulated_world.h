@@ -1,0 +1,41 @@
+// EmulatedWorld: all W arenas in one process, reduced by the sharded owner dataflow of the
+// live reducers (DESIGN.md §5). Each owner receives the peers' copies of its shard in a
+// caller-given delivery order into a rank-indexed stacked table, folds ascending, and the
+// reduced shards are all-gathered back into every arena. Its bits are the contract.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/contract.h"
+
+namespace rv {
+
+// delivery[p] is the order in which owner p receives the W copies of its shard: a
+// permutation of [0, W). An empty DeliveryOrders means ascending for every owner.
+using DeliveryOrders = std::vector<std::vector<std::uint32_t>>;
+
+// A seeded shuffle of the delivery order for every owner (Fisher–Yates over the seed law's
+// delivery-order domain); `trial` selects one of many.
+DeliveryOrders shuffled_delivery_orders(std::uint32_t world, std::uint64_t seed,
+                                        std::uint64_t trial);
+
+class EmulatedWorld {
+ public:
+  explicit EmulatedWorld(std::uint32_t world);
+  std::uint32_t world_size() const { return world_; }
+
+  // Reduces the W arenas in place: afterwards every arena holds the reduced values.
+  // Throws InputError when the arena count or lengths or the orders are wrong.
+  void all_reduce(std::vector<std::vector<float>>& arenas, Op op,
+                  const DeliveryOrders& delivery = {}) const;
+
+ private:
+  std::uint32_t world_;
+};
+
+// The straight reference: one ascending fold over whole arenas, no sharding. EmulatedWorld
+// must equal it bit for bit under every delivery order.
+std::vector<float> reference_fold(const std::vector<std::vector<float>>& arenas, Op op);
+
+}  // namespace rv

@@ -1,0 +1,60 @@
+#include "core/fold.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "core/error.h"
+#include "core/fold_law.h"
+
+namespace rv {
+namespace {
+
+// Elements per block: the accumulator block stays in L1 while every slot streams past it,
+// so the output is written once per element instead of once per addend.
+constexpr std::size_t kBlock = 2048;
+
+void finish_block(float* out, std::size_t count, std::uint32_t world, Op op) {
+  if (op == Op::kMean) {
+    const float r = mean_scale(world);
+    for (std::size_t i = 0; i < count; ++i) out[i] = canonicalize_nan(out[i] * r);
+  } else {
+    for (std::size_t i = 0; i < count; ++i) out[i] = canonicalize_nan(out[i]);
+  }
+}
+
+template <typename SlotAt>
+void fold_blocks(SlotAt slot_at, std::uint32_t world, std::size_t n, Op op, float* out) {
+  RV_ENFORCE_GE(InternalError, world, 1u, "fold needs at least one addend");
+  for (std::size_t begin = 0; begin < n; begin += kBlock) {
+    const std::size_t count = std::min(kBlock, n - begin);
+    float* acc = out + begin;
+    // Start from addend 0 itself, not from +0.0: (+0.0) + (−0.0) is +0.0, so a fold started
+    // from zero would turn a sum of −0.0s into +0.0.
+    const float* first = slot_at(0) + begin;
+    if (acc != first) std::copy(first, first + count, acc);
+    for (std::uint32_t r = 1; r < world; ++r) {
+      const float* addend = slot_at(r) + begin;
+      for (std::size_t i = 0; i < count; ++i) acc[i] += addend[i];
+    }
+    finish_block(acc, count, world, op);
+  }
+}
+
+}  // namespace
+
+void fold_ascending(const float* const* addends, std::uint32_t world, std::size_t n, Op op,
+                    float* out) {
+  fold_blocks([addends](std::uint32_t r) { return addends[r]; }, world, n, op, out);
+}
+
+void fold_stacked(const float* stacked, std::uint32_t world, std::size_t slot_stride,
+                  std::size_t n, Op op, float* out) {
+  fold_blocks([stacked, slot_stride](std::uint32_t r) { return stacked + r * slot_stride; },
+              world, n, op, out);
+}
+
+void finish_library_sum(float* values, std::size_t n, std::uint32_t world, Op op) {
+  finish_block(values, n, world, op);
+}
+
+}  // namespace rv

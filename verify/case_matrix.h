@@ -1,0 +1,37 @@
+// A case matrix: lists of ops, world sizes, counts, distributions and seeds whose cross
+// product is a list of case ids (`golden`, `digest`).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "core/case_id.h"
+
+namespace rv {
+
+struct CaseMatrix {
+  std::vector<std::string> ops = {"sum", "mean"};
+  std::vector<std::uint32_t> worlds;
+  std::vector<std::uint64_t> counts;
+  std::vector<std::string> dists = {"all"};
+  std::vector<std::uint64_t> seeds = {1};
+  std::uint32_t gen = kLatestGenerator;
+};
+
+// Adds --op, --world, --count, --dist, --seed, --gen to app (comma-separated lists).
+void add_case_matrix_options(CLI::App& app, CaseMatrix& matrix);
+
+// Parses a one-line matrix "w=1,2;n=0,1000;dist=all;seed=1,2;op=sum,mean" (keys w and n
+// required; the others default as in CaseMatrix). Throws InputError naming the key.
+CaseMatrix parse_case_matrix(const std::string& spec);
+
+// The cross product, in the order op, w, n, dist, seed; every id validated.
+std::vector<CaseId> expand_case_matrix(const CaseMatrix& matrix);
+
+// The spec of parse_case_matrix for a matrix (for golden file headers).
+std::string format_case_matrix(const CaseMatrix& matrix);
+
+}  // namespace rv

@@ -1,0 +1,24 @@
+// reduce-verify info: the box fingerprint, one `key: value` line each.
+#include <iostream>
+#include <memory>
+
+#include "verify/commands.h"
+#include "verify/exit_codes.h"
+#include "verify/fingerprint.h"
+
+namespace rv {
+
+void setup_info(CLI::App& app, int& exit_code) {
+  CLI::App* cmd = app.add_subcommand(
+      "info", "Print this box's fingerprint: tool and commit, compiler and flags, CPU, "
+              "floating-point state, library versions.");
+  cmd->callback([&exit_code] {
+    const Fingerprint fingerprint = host_fingerprint();
+    for (const auto& [key, value] : fingerprint.fields()) {
+      std::cout << key << ": " << value << "\n";
+    }
+    exit_code = kExitVerified;
+  });
+}
+
+}  // namespace rv
