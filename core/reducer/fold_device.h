@@ -1,0 +1,36 @@
+// Where a reducer's arena, scratch and fold live: the host (CPU fold) or one GPU (the CUDA
+// fold kernel). The fixed-order reducer is written once against this interface and a
+// Transport, so the CPU (gloo) and GPU (nccl, cuda-loopback) paths run the same dataflow.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/contract.h"
+
+namespace rv {
+
+class FoldDevice {
+ public:
+  virtual ~FoldDevice() = default;
+  // "cpu" or e.g. "cuda:0 NVIDIA H200"
+  virtual const char* name() const = 0;
+  // Scratch of n floats in this device's memory (never null, even for n = 0); freed by free.
+  virtual float* allocate(std::size_t n) = 0;
+  virtual void free(float* p) = 0;
+  // Byte copy within this device's memory.
+  virtual void copy(void* dst, const void* src, std::size_t bytes) = 0;
+  // The fixed-order fold of DESIGN.md §2 over stacked slots (slot r = the copy from rank r
+  // at stacked + r × slot_stride): exactly core/fold.h's fold_stacked, bit for bit.
+  virtual void fold_stacked(const float* stacked, std::uint32_t world, std::size_t slot_stride,
+                            std::size_t n, Op op, float* out) = 0;
+  // The library-sum finishing step (mean scale when op is mean, then the NaN rule), in place.
+  virtual void finish_library_sum(float* values, std::size_t n, std::uint32_t world, Op op) = 0;
+  // Waits until all work issued on this device is done.
+  virtual void synchronize() = 0;
+};
+
+// The host: std::vector-like scratch, core/fold.h's fold.
+FoldDevice& host_fold_device();
+
+}  // namespace rv

@@ -1,0 +1,42 @@
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "core/fold.h"
+#include "core/reducer/fold_device.h"
+
+namespace rv {
+namespace {
+
+class HostFoldDevice final : public FoldDevice {
+ public:
+  const char* name() const override { return "cpu"; }
+  float* allocate(std::size_t n) override {
+    // 64-byte alignment for vector loads; at least one element so the pointer is real.
+    const std::size_t bytes = ((n ? n : 1) * sizeof(float) + 63) / 64 * 64;
+    void* p = std::aligned_alloc(64, bytes);
+    if (p == nullptr) throw std::bad_alloc();
+    return static_cast<float*>(p);
+  }
+  void free(float* p) override { std::free(p); }
+  void copy(void* dst, const void* src, std::size_t bytes) override {
+    if (bytes) std::memmove(dst, src, bytes);
+  }
+  void fold_stacked(const float* stacked, std::uint32_t world, std::size_t slot_stride,
+                    std::size_t n, Op op, float* out) override {
+    rv::fold_stacked(stacked, world, slot_stride, n, op, out);
+  }
+  void finish_library_sum(float* values, std::size_t n, std::uint32_t world, Op op) override {
+    rv::finish_library_sum(values, n, world, op);
+  }
+  void synchronize() override {}
+};
+
+}  // namespace
+
+FoldDevice& host_fold_device() {
+  static HostFoldDevice device;
+  return device;
+}
+
+}  // namespace rv

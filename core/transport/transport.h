@@ -1,0 +1,56 @@
+// The one interface every live transport implements: it moves bytes between the ranks of a
+// world and knows nothing of contracts. The fixed-order reducer sees only this; the
+// library-sum contract asks the library for its own float sum through `library_sum`.
+//
+// Memory: a host transport (gloo) takes host pointers; a device transport (nccl) takes
+// device pointers of its rank's GPU. Every call is collective: all ranks of the world make
+// the same calls in the same order with the same sizes (the caller agrees on sizes first,
+// see agree_on_fingerprint in core/reducer). Every call has a deadline; a dead or frozen
+// peer becomes a DeadlineExceeded or RuntimeFailure naming the peer where the library can
+// tell, and the transport is unusable afterwards.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace rv {
+
+// One rank's side of a pairwise exchange (an all-to-all with per-peer sizes): for every
+// peer p, send_bytes[p] bytes from send + send_offset[p] go to p, and recv_bytes[p] bytes
+// from p land at recv + recv_offset[p]. The entry for this rank itself is a local copy.
+// Zero-byte entries move nothing.
+struct ExchangePlan {
+  const void* send = nullptr;
+  std::vector<std::size_t> send_offset, send_bytes;
+  void* recv = nullptr;
+  std::vector<std::size_t> recv_offset, recv_bytes;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  virtual std::uint32_t rank() const = 0;
+  virtual std::uint32_t world_size() const = 0;
+  // "gloo", "nccl", "cuda-loopback"
+  virtual std::string name() const = 0;
+  // e.g. "Gloo (Debian 0.0~git20220518.5b14351)", "NCCL 2.28.9 (/path/libnccl.so.2)"
+  virtual std::string library_version() const = 0;
+
+  // in: `bytes` bytes of this rank; out: world × bytes, rank r's block at r × bytes.
+  virtual void all_gather(const void* in, void* out, std::size_t bytes) = 0;
+  // Pure byte movement, per ExchangePlan.
+  virtual void exchange(const ExchangePlan& plan) = 0;
+  // `bytes` bytes from root's buf into every rank's buf.
+  virtual void broadcast(void* buf, std::size_t bytes, std::uint32_t root) = 0;
+  virtual void barrier() = 0;
+  // The library's own sum all-reduce of n binary32 values, in place (the library-sum
+  // contract; the mean scale and the NaN rule are applied by the caller).
+  virtual void library_sum(float* values, std::size_t n) = 0;
+  // The maximum over ranks of one integer (for any(flag): exact and order-independent).
+  virtual std::int64_t max_int(std::int64_t value) = 0;
+};
+
+}  // namespace rv
