@@ -18,6 +18,9 @@ Shard shard_of(std::size_t n, std::uint32_t world, std::uint32_t owner) {
 }
 
 std::vector<Shard> shard_plan(std::size_t n, std::uint32_t world) {
+  // Checked here too: with no owners the loop below would return an empty plan that
+  // silently covers none of the n elements.
+  RV_ENFORCE_GE(InputError, world, 1u, "a shard plan needs a world of at least one rank");
   std::vector<Shard> plan;
   plan.reserve(world);
   for (std::uint32_t owner = 0; owner < world; ++owner) plan.push_back(shard_of(n, world, owner));
