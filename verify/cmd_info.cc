@@ -5,6 +5,9 @@
 #include "verify/commands.h"
 #include "verify/exit_codes.h"
 #include "verify/fingerprint.h"
+#if defined(RV_HAVE_RUN)
+#include "verify/transport_factory.h"
+#endif
 
 namespace rv {
 
@@ -13,7 +16,10 @@ void setup_info(CLI::App& app, int& exit_code) {
       "info", "Print this box's fingerprint: tool and commit, compiler and flags, CPU, "
               "floating-point state, library versions.");
   cmd->callback([&exit_code] {
-    const Fingerprint fingerprint = host_fingerprint();
+    Fingerprint fingerprint = host_fingerprint();
+#if defined(RV_HAVE_RUN)
+    for (auto& [key, value] : transport_facts()) fingerprint.add(key, value);
+#endif
     for (const auto& [key, value] : fingerprint.fields()) {
       std::cout << key << ": " << value << "\n";
     }

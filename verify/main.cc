@@ -22,6 +22,11 @@ int main(int argc, char** argv) {
   rv::setup_check(app, exit_code);
   rv::setup_digest(app, exit_code);
   rv::setup_info(app, exit_code);
+#if defined(RV_HAVE_RUN)
+  rv::setup_run(app, exit_code);
+#endif
+  rv::setup_compare(app, exit_code);
+  rv::set_command_line_arguments(argc, argv);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

@@ -1,0 +1,19 @@
+// `run` with no launcher in the environment: this process is the supervisor. It spawns one
+// world of W rank processes per distinct W of the selected cases (its direct children, who
+// die with it), collects each world's verdicts from the job directory, and reports.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "verify/run_plan.h"
+
+namespace rv {
+
+// `args` are the command-line arguments after the program name, passed on to every rank.
+int run_supervised(const RunOptions& options, const std::vector<std::string>& args);
+
+// The loopback world on one GPU: every W in this process, no rank processes.
+int run_cuda_loopback(const RunOptions& options);
+
+}  // namespace rv
