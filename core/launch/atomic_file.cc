@@ -1,0 +1,114 @@
+#include "core/launch/atomic_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+
+#include "core/error.h"
+
+namespace rv {
+namespace {
+
+[[noreturn]] void fail(const char* what, const std::string& path, int error) {
+  throw RuntimeFailure(detail::concat("cannot ", what, " ", path, ": ", std::strerror(error)));
+}
+
+// A temporary name no other process or thread can pick: the pid and a per-process counter.
+std::string temporary_beside(const std::string& path) {
+  static std::atomic<unsigned long> counter{0};
+  const auto slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? std::string() : path.substr(0, slash + 1);
+  const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  return detail::concat(dir, ".", name, ".", ::getpid(), ".", counter++, ".tmp");
+}
+
+void write_new_file(const std::string& path, const std::string& contents) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) fail("create", path, errno);
+  std::size_t done = 0;
+  while (done < contents.size()) {
+    const ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int error = errno;
+      ::close(fd);
+      ::unlink(path.c_str());
+      fail("write", path, error);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::close(fd) != 0) {
+    const int error = errno;
+    ::unlink(path.c_str());
+    fail("write", path, error);
+  }
+}
+
+}  // namespace
+
+void write_file_atomically(const std::string& path, const std::string& contents) {
+  const std::string tmp = temporary_beside(path);
+  write_new_file(tmp, contents);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int error = errno;
+    ::unlink(tmp.c_str());
+    fail("rename into place", path, error);
+  }
+}
+
+bool publish_file_exclusively(const std::string& path, const std::string& contents) {
+  const std::string tmp = temporary_beside(path);
+  write_new_file(tmp, contents);
+  const int result = ::link(tmp.c_str(), path.c_str());
+  const int error = errno;
+  ::unlink(tmp.c_str());
+  if (result == 0) return true;
+  if (error == EEXIST) return false;
+  fail("link into place", path, error);
+}
+
+std::optional<std::string> read_small_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return std::nullopt;
+    fail("open", path, errno);
+  }
+  std::string contents;
+  char buffer[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int error = errno;
+      ::close(fd);
+      fail("read", path, error);
+    }
+    if (n == 0) break;
+    contents.append(buffer, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return contents;
+}
+
+bool make_directory_exclusively(const std::string& path) {
+  if (::mkdir(path.c_str(), 0755) == 0) return true;
+  if (errno == EEXIST) return false;
+  fail("create the directory", path, errno);
+}
+
+void make_directories(const std::string& path) {
+  std::error_code error;
+  std::filesystem::create_directories(path, error);
+  if (error) {
+    throw RuntimeFailure(
+        detail::concat("cannot create the directory ", path, ": ", error.message()));
+  }
+}
+
+}  // namespace rv
