@@ -6,9 +6,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
-#include <random>
 
 #include "core/error.h"
+#include "core/launch/job_directory.h"
 #include "core/launch/launcher_env.h"
 #include "core/launch/supervisor.h"
 #include "verify/exit_codes.h"
@@ -25,15 +25,6 @@ std::string self_executable() {
   const auto path = std::filesystem::read_symlink("/proc/self/exe", error);
   if (error) throw RuntimeFailure("cannot find this program's path: " + error.message());
   return path.string();
-}
-
-// A job id no earlier run used: pid, clock and randomness, so a stale directory of an
-// earlier run can never be joined.
-std::string fresh_job_id(std::uint32_t world) {
-  std::random_device random;
-  const auto now = std::chrono::system_clock::now().time_since_epoch().count();
-  return "rv-" + std::to_string(::getpid()) + "-" + std::to_string(now) + "-" +
-         std::to_string(random() % 100000) + "-w" + std::to_string(world);
 }
 
 class TemporaryDirectory {
@@ -138,7 +129,8 @@ int run_supervised(const RunOptions& options, const std::vector<std::string>& ar
   std::vector<WorldFailure> failures;
   const std::string program = self_executable();
   for (const auto& [w, of_world] : worlds) {
-    const std::string job_id = fresh_job_id(w);
+    // A job id no earlier run used, so a stale directory can never be joined.
+    const std::string job_id = fresh_job_id() + "-w" + std::to_string(w);
     RankProcessSpec spec;
     spec.argv.push_back(program);
     for (const std::string& a : rank_arguments(args, w, transport)) spec.argv.push_back(a);
@@ -152,9 +144,11 @@ int run_supervised(const RunOptions& options, const std::vector<std::string>& ar
       WorldFailure failure;
       failure.world = w;
       failure.what = outcome.describe();
-      const RankExit& first = *outcome.first_failure;
-      failure.exit_code = first.exited && first.code == kExitBadInput ? kExitBadInput
-                                                                      : kExitRuntimeFailure;
+      // A rank that refused its input (exit 2) makes the run a bad-input run; anything else
+      // (a death, a deadline, a signal) is a runtime failure.
+      const bool bad_input = outcome.first_failure && outcome.first_failure->exited &&
+                             outcome.first_failure->code == kExitBadInput;
+      failure.exit_code = bad_input ? kExitBadInput : kExitRuntimeFailure;
       failure.cases = ids_of(of_world);
       failures.push_back(failure);
       continue;
