@@ -1,0 +1,143 @@
+#include "core/transport/gloo/gloo_rendezvous.h"
+
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/store.h>
+#include <gloo/transport/tcp/device.h>
+
+#include <csignal>
+#include <sstream>
+#include <vector>
+
+#include "core/error.h"
+#include "core/transport/gloo/gloo_failure.h"
+
+namespace rv {
+namespace gloo_detail {
+namespace {
+
+std::string arrival_key(std::uint32_t rank) {
+  return "reduce-verify/arrived/" + std::to_string(rank);
+}
+
+// Gloo writes to its sockets with writev(2), which raises SIGPIPE when the peer has gone:
+// a survivor of a killed rank would die of the signal instead of reporting the peer. The
+// default action is replaced once; a handler the program installed itself is kept.
+void ignore_sigpipe_unless_handled() {
+  struct sigaction current {};
+  if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) {
+    std::signal(SIGPIPE, SIG_IGN);
+  }
+}
+
+void check_options(const GlooConnectOptions& options) {
+  RV_ENFORCE_GE(InputError, options.world, 1u, "gloo: a world needs at least one rank");
+  RV_ENFORCE_LT(InputError, options.rank, options.world, "gloo: rank out of range");
+  RV_ENFORCE_LT(InputError, 0, options.timeout.count(), "gloo: the timeout must be positive");
+  if (options.hostname.empty()) throw InputError("gloo: empty hostname for the TCP device");
+}
+
+std::string ranks_text(const std::vector<std::uint32_t>& ranks) {
+  std::ostringstream out;
+  out << (ranks.size() == 1 ? "rank " : "ranks ");
+  for (std::size_t i = 0; i < ranks.size(); ++i) out << (i ? ", " : "") << ranks[i];
+  return out.str();
+}
+
+// Waits for every other rank's arrival key; names all missing ranks it can find out about
+// within a short grace period after the deadline.
+void await_arrivals(::gloo::rendezvous::Store& store, const GlooConnectOptions& options,
+                    const std::string& label) {
+  const Deadline deadline(options.timeout);
+  // Gloo's stores treat a zero timeout as "wait forever".
+  auto at_least_1ms = [](std::chrono::milliseconds t) {
+    return t.count() > 0 ? t : std::chrono::milliseconds(1);
+  };
+  std::vector<std::uint32_t> missing;
+  std::uint32_t next = 0;
+  for (; next < options.world; ++next) {
+    if (next == options.rank) continue;
+    try {
+      store.wait({arrival_key(next)}, at_least_1ms(deadline.remaining()));
+    } catch (...) {
+      missing.push_back(next++);
+      break;
+    }
+  }
+  if (missing.empty()) return;
+  // Probe the ranks not yet checked, briefly each (a FileStore rounds every wait up to a
+  // whole second), and stop after about 1.5 s so the error still comes promptly.
+  const Deadline grace(std::chrono::milliseconds(1500));
+  bool all_checked = true;
+  for (; next < options.world; ++next) {
+    if (next == options.rank) continue;
+    if (grace.passed()) {
+      all_checked = false;
+      break;
+    }
+    try {
+      store.wait({arrival_key(next)}, std::chrono::milliseconds(10));
+    } catch (...) {
+      missing.push_back(next);
+    }
+  }
+  std::ostringstream out;
+  out << label << ": " << ranks_text(missing) << " did"
+      << " not arrive within " << format_duration(options.timeout);
+  if (!all_checked) out << " (ranks from " << next << " on not checked)";
+  throw DeadlineExceeded(out.str());
+}
+
+}  // namespace
+
+std::shared_ptr<::gloo::Context> connect_full_mesh(::gloo::rendezvous::Store& store,
+                                                   const GlooConnectOptions& options,
+                                                   const std::string& store_name) {
+  check_options(options);
+  ignore_sigpipe_unless_handled();
+  std::ostringstream label_text;
+  label_text << "gloo rendezvous on rank " << options.rank << " of " << options.world << " (store "
+             << store_name << ")";
+  const std::string label = label_text.str();
+
+  std::shared_ptr<::gloo::transport::Device> device;
+  try {
+    ::gloo::transport::tcp::attr attr;
+    attr.hostname = options.hostname;
+    device = ::gloo::transport::tcp::CreateDevice(attr);
+  } catch (...) {
+    throw RuntimeFailure(label + ": cannot create a TCP device on '" + options.hostname +
+                         "': " + current_exception_text());
+  }
+
+  try {
+    const std::string rank_text = std::to_string(options.rank);
+    store.set(arrival_key(options.rank), std::vector<char>(rank_text.begin(), rank_text.end()));
+  } catch (...) {
+    throw RuntimeFailure(label + ": cannot announce rank " + std::to_string(options.rank) +
+                         " (a stale or reused job directory, or two processes started as "
+                         "this rank?): " +
+                         current_exception_text());
+  }
+  await_arrivals(store, options, label);
+
+  auto context = std::make_shared<::gloo::rendezvous::Context>(static_cast<int>(options.rank),
+                                                               static_cast<int>(options.world));
+  // Before connecting: Gloo hands this timeout to the pairs for their connect waits.
+  context->setTimeout(options.timeout);
+  const Deadline deadline(options.timeout);
+  try {
+    context->connectFullMesh(store, device);
+  } catch (...) {
+    const std::string text = current_exception_text();
+    if (deadline.passed() || text.find("timeout") != std::string::npos ||
+        text.find("Timed out") != std::string::npos) {
+      throw DeadlineExceeded(label + ": connecting the full mesh did not finish within " +
+                             format_duration(options.timeout) + ": " + text);
+    }
+    throw RuntimeFailure(label + ": connecting the full mesh failed: " + text);
+  }
+  return context;
+}
+
+}  // namespace gloo_detail
+}  // namespace rv
