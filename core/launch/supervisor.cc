@@ -358,7 +358,9 @@ std::string WorldOutcome::describe() const {
   std::vector<std::uint32_t> stopped, clean;
   for (const RankExit& exit : exits) {
     if (first_failure && exit.rank == first_failure->rank) continue;
-    if (exit.killed_by_us) {
+    // A rank the supervisor signalled that still ended with an exit code (it handled or
+    // ignored the SIGTERM) is reported by its code, like any other.
+    if (exit.killed_by_us && !exit.exited) {
       stopped.push_back(exit.rank);
     } else if (exit.ok()) {
       clean.push_back(exit.rank);
