@@ -83,7 +83,10 @@ nlohmann::json build_report(const RunOptions& options, const std::vector<WorldRe
                             const std::vector<CaseResult>& skipped,
                             const std::vector<WorldFailure>& failures) {
   nlohmann::json fingerprint = nlohmann::json::object();
-  for (const auto& [key, value] : host_fingerprint().fields()) fingerprint[key] = value;
+  // Held in a named object: ranging over host_fingerprint().fields() would iterate a
+  // vector inside a temporary that has already been destroyed.
+  const Fingerprint host = host_fingerprint();
+  for (const auto& [key, value] : host.fields()) fingerprint[key] = value;
   nlohmann::json world_list = nlohmann::json::array();
   nlohmann::json results = nlohmann::json::array();
   for (const WorldResults& w : worlds) {
