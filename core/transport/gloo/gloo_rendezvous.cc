@@ -6,6 +6,7 @@
 
 #include <csignal>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 #include "core/error.h"
@@ -43,53 +44,43 @@ std::string ranks_text(const std::vector<std::uint32_t>& ranks) {
   return out.str();
 }
 
-// Waits for every other rank's arrival key; names all missing ranks it can find out about
-// within a short grace period after the deadline.
-void await_arrivals(::gloo::rendezvous::Store& store, const GlooConnectOptions& options,
+// Polls every other rank's arrival key until all are there or the deadline passes; then the
+// error names exactly the ranks still missing.
+void await_arrivals(const StoreHasKey& has_key, const GlooConnectOptions& options,
                     const std::string& label) {
   const Deadline deadline(options.timeout);
-  // Gloo's stores treat a zero timeout as "wait forever".
-  auto at_least_1ms = [](std::chrono::milliseconds t) {
-    return t.count() > 0 ? t : std::chrono::milliseconds(1);
-  };
-  std::vector<std::uint32_t> missing;
-  std::uint32_t next = 0;
-  for (; next < options.world; ++next) {
-    if (next == options.rank) continue;
-    try {
-      store.wait({arrival_key(next)}, at_least_1ms(deadline.remaining()));
-    } catch (...) {
-      missing.push_back(next++);
-      break;
+  std::vector<bool> arrived(options.world, false);
+  arrived[options.rank] = true;
+  for (;;) {
+    std::vector<std::uint32_t> missing;
+    for (std::uint32_t r = 0; r < options.world; ++r) {
+      if (!arrived[r]) arrived[r] = has_key(arrival_key(r));
+      if (!arrived[r]) missing.push_back(r);
     }
+    if (missing.empty()) return;
+    if (deadline.passed()) {
+      throw DeadlineExceeded(label + ": " + ranks_text(missing) + " did not arrive within " +
+                             format_duration(options.timeout));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  if (missing.empty()) return;
-  // Probe the ranks not yet checked, briefly each (a FileStore rounds every wait up to a
-  // whole second), and stop after about 1.5 s so the error still comes promptly.
-  const Deadline grace(std::chrono::milliseconds(1500));
-  bool all_checked = true;
-  for (; next < options.world; ++next) {
-    if (next == options.rank) continue;
-    if (grace.passed()) {
-      all_checked = false;
-      break;
-    }
-    try {
-      store.wait({arrival_key(next)}, std::chrono::milliseconds(10));
-    } catch (...) {
-      missing.push_back(next);
-    }
-  }
-  std::ostringstream out;
-  out << label << ": " << ranks_text(missing) << " did"
-      << " not arrive within " << format_duration(options.timeout);
-  if (!all_checked) out << " (ranks from " << next << " on not checked)";
-  throw DeadlineExceeded(out.str());
 }
 
 }  // namespace
 
+StoreHasKey has_key_by_short_wait(::gloo::rendezvous::Store& store) {
+  return [&store](const std::string& key) {
+    try {
+      store.wait({key}, std::chrono::milliseconds(1));
+      return true;
+    } catch (...) {
+      return false;
+    }
+  };
+}
+
 std::shared_ptr<::gloo::Context> connect_full_mesh(::gloo::rendezvous::Store& store,
+                                                   const StoreHasKey& has_key,
                                                    const GlooConnectOptions& options,
                                                    const std::string& store_name) {
   check_options(options);
@@ -118,7 +109,7 @@ std::shared_ptr<::gloo::Context> connect_full_mesh(::gloo::rendezvous::Store& st
                          "this rank?): " +
                          current_exception_text());
   }
-  await_arrivals(store, options, label);
+  await_arrivals(has_key, options, label);
 
   auto context = std::make_shared<::gloo::rendezvous::Context>(static_cast<int>(options.rank),
                                                                static_cast<int>(options.world));

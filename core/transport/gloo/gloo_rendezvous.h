@@ -4,6 +4,7 @@
 // has come), then Gloo's connectFullMesh joins the TCP pairs.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -16,10 +17,19 @@ class Context;
 namespace rv {
 namespace gloo_detail {
 
-// Throws InputError on bad options, DeadlineExceeded naming the ranks that did not arrive,
+// Whether a key is in the store, without blocking for long. Gloo's Store interface has only
+// blocking waits, and a FileStore's wait rounds its timeout up to whole seconds, so the
+// file store gets an exact check (see gloo_transport.cc).
+using StoreHasKey = std::function<bool(const std::string& key)>;
+
+// A StoreHasKey for any store: a 1 ms wait.
+StoreHasKey has_key_by_short_wait(::gloo::rendezvous::Store& store);
+
+// Throws InputError on bad options, DeadlineExceeded naming every rank that did not arrive,
 // RuntimeFailure when the device, the store or a connection fails. `store_name` is what
 // messages call the store (its directory).
 std::shared_ptr<::gloo::Context> connect_full_mesh(::gloo::rendezvous::Store& store,
+                                                   const StoreHasKey& has_key,
                                                    const GlooConnectOptions& options,
                                                    const std::string& store_name);
 

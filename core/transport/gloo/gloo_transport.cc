@@ -11,6 +11,24 @@
 #include "core/transport/gloo/gloo_rendezvous.h"
 
 namespace rv {
+namespace {
+
+// Gloo's FileStore with its (protected) non-blocking presence check made callable: its own
+// wait counts elapsed time in whole seconds, so a deadline would overshoot by up to 1 s.
+class CheckableFileStore final : public ::gloo::rendezvous::FileStore {
+ public:
+  using FileStore::FileStore;
+  bool has(const std::string& key) {
+    try {
+      return check({key});
+    } catch (...) {
+      throw RuntimeFailure("gloo rendezvous: cannot read the file store " + basePath_ + ": " +
+                           gloo_detail::current_exception_text());
+    }
+  }
+};
+
+}  // namespace
 
 std::unique_ptr<Transport> connect_gloo(const GlooConnectOptions& options) {
   struct stat info {};
@@ -19,22 +37,25 @@ std::unique_ptr<Transport> connect_gloo(const GlooConnectOptions& options) {
     throw RuntimeFailure("gloo rendezvous on rank " + std::to_string(options.rank) +
                          ": the store directory '" + options.store_dir + "' does not exist");
   }
-  std::shared_ptr<::gloo::rendezvous::Store> store;
+  std::shared_ptr<CheckableFileStore> store;
   try {
-    store = std::make_shared<::gloo::rendezvous::FileStore>(options.store_dir);
+    store = std::make_shared<CheckableFileStore>(options.store_dir);
   } catch (...) {
     throw RuntimeFailure("gloo rendezvous on rank " + std::to_string(options.rank) +
                          ": cannot open the file store in '" + options.store_dir +
                          "': " + gloo_detail::current_exception_text());
   }
-  return connect_gloo_with_store(std::move(store), options);
+  auto has_key = [&store](const std::string& key) { return store->has(key); };
+  auto context = gloo_detail::connect_full_mesh(*store, has_key, options, options.store_dir);
+  return std::make_unique<gloo_detail::GlooContextTransport>(std::move(context), options.timeout);
 }
 
 std::unique_ptr<Transport> connect_gloo_with_store(std::shared_ptr<::gloo::rendezvous::Store> store,
                                                    const GlooConnectOptions& options) {
   if (!store) throw InputError("gloo: no rendezvous store");
   const std::string store_name = options.store_dir.empty() ? "in memory" : options.store_dir;
-  auto context = gloo_detail::connect_full_mesh(*store, options, store_name);
+  auto context = gloo_detail::connect_full_mesh(*store, gloo_detail::has_key_by_short_wait(*store),
+                                                options, store_name);
   return std::make_unique<gloo_detail::GlooContextTransport>(std::move(context), options.timeout);
 }
 
