@@ -1,0 +1,60 @@
+// Shared by the GPU tests: the skip on a box without a device, and bitwise comparison of
+// float arrays that names the first differing element (bits, not values: NaN != NaN and
+// -0 == +0 would hide exactly what the contract is about).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/cuda/device_info.h"
+
+#define RV_SKIP_WITHOUT_GPU()                                                     \
+  do {                                                                            \
+    if (!::rv::cuda_device_present()) {                                           \
+      GTEST_SKIP() << "no CUDA device on this box: " << ::rv::cuda_info().status; \
+    }                                                                             \
+  } while (false)
+
+namespace rv::test {
+
+inline std::uint32_t bits_of(float value) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
+}
+
+inline float from_bits(std::uint32_t bits) {
+  float value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
+// Success when both arrays hold the same bits; else the count of differing elements and the
+// first one, with both bit patterns.
+inline ::testing::AssertionResult same_bits(const std::vector<float>& expected,
+                                            const std::vector<float>& actual) {
+  if (expected.size() != actual.size()) {
+    return ::testing::AssertionFailure()
+           << "sizes differ: " << expected.size() << " vs " << actual.size();
+  }
+  std::size_t differing = 0, first = 0;
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    if (bits_of(expected[i]) != bits_of(actual[i])) {
+      if (differing++ == 0) first = i;
+    }
+  }
+  if (differing == 0) return ::testing::AssertionSuccess();
+  std::ostringstream out;
+  out << differing << " of " << expected.size() << " elements differ; first at " << first
+      << ": expected 0x" << std::hex << bits_of(expected[first]) << " (" << expected[first]
+      << "), got 0x" << bits_of(actual[first]) << " (" << actual[first] << ")";
+  return ::testing::AssertionFailure() << out.str();
+}
+
+}  // namespace rv::test
