@@ -17,6 +17,11 @@ int main(int argc, char** argv) {
       "reduce-verify");
   app.set_version_flag("--version", rv::tool_identity());
   app.require_subcommand(1);
+  // Usage errors are bad input like any other: one line on stderr that names the option
+  // (CLI11's default adds a second "Run with --help" line).
+  app.failure_message([](const CLI::App*, const CLI::Error& error) {
+    return "reduce-verify: error: " + std::string(error.what()) + " (see --help)\n";
+  });
   int exit_code = rv::kExitVerified;
   rv::setup_golden(app, exit_code);
   rv::setup_check(app, exit_code);
