@@ -17,13 +17,13 @@ namespace {
 
 int gpu_count() {
 #if defined(RV_HAVE_CUDA)
-  return cuda_device_present() ? static_cast<int>(list_cuda_devices().size()) : 0;
+  return cuda_device_count();
 #else
   return 0;
 #endif
 }
 
-[[noreturn]] void not_built(const std::string& transport, const char* needs) {
+[[maybe_unused]] [[noreturn]] void not_built(const std::string& transport, const char* needs) {
   throw InputError("transport " + transport + " is not in this build (it needs " + needs +
                    "); this build has: " + available_transports());
 }
@@ -73,13 +73,19 @@ RankTransport connect_rank_transport(const std::string& transport, const JobDire
   }
   if (transport == "nccl") {
 #if defined(RV_HAVE_CUDA)
+    (void)hostname;
+    // One GPU per rank: the launcher's local rank picks it (CUDA_VISIBLE_DEVICES narrows the
+    // choice). The device and the transport share one stream, so NCCL's byte movement and
+    // the fold kernel that reads those bytes are ordered without extra waits.
+    static CudaFoldDevice device(static_cast<int>(launch.local_rank));
     NcclConnectOptions options;
     options.job_dir = job.path();
+    options.job_nonce = job.nonce();
     options.rank = launch.rank;
     options.world = launch.world;
-    options.device = static_cast<int>(launch.local_rank);
+    options.device = device.device();
     options.timeout = timeout;
-    static CudaFoldDevice device(options.device);
+    options.stream = device.stream();
     link.transport = connect_nccl(options);
     link.device = &device;
     return link;
@@ -98,7 +104,18 @@ std::vector<std::pair<std::string, std::string>> transport_facts() {
   facts.emplace_back("gloo", gloo_library_version());
 #endif
 #if defined(RV_HAVE_CUDA)
-  for (const auto& line : cuda_info_lines()) facts.push_back(line);
+  const CudaInfo cuda = cuda_info();
+  facts.emplace_back("cuda driver", cuda_version_text(cuda.driver_version));
+  facts.emplace_back("cuda runtime", cuda_version_text(cuda.runtime_version));
+  facts.emplace_back("gpus", cuda.gpus.empty() ? cuda.status : std::to_string(cuda.gpus.size()));
+  for (const GpuInfo& gpu : cuda.gpus) {
+    facts.emplace_back("gpu " + std::to_string(gpu.index), describe(gpu));
+  }
+  try {
+    facts.emplace_back("nccl", NcclLibrary::load().describe());
+  } catch (const Error& error) {
+    facts.emplace_back("nccl", std::string("not loaded: ") + error.what());
+  }
 #endif
   return facts;
 }
