@@ -65,8 +65,14 @@ void write_file_atomically(const std::string& path, const std::string& contents)
 bool publish_file_exclusively(const std::string& path, const std::string& contents) {
   const std::string tmp = temporary_beside(path);
   write_new_file(tmp, contents);
-  const int result = ::link(tmp.c_str(), path.c_str());
+  int result = ::link(tmp.c_str(), path.c_str());
   const int error = errno;
+  // Over NFS a retransmitted link request can report EEXIST for a link that the first
+  // request made: the temporary's link count tells (the open(2) man page's recipe).
+  if (result != 0 && error == EEXIST) {
+    struct stat info {};
+    if (::stat(tmp.c_str(), &info) == 0 && info.st_nlink == 2) result = 0;
+  }
   ::unlink(tmp.c_str());
   if (result == 0) return true;
   if (error == EEXIST) return false;

@@ -147,6 +147,8 @@ struct Child {
   pid_t pid = -1;
   bool live = false;
   bool signalled = false;
+  int stop_signal = 0;  // the signal begin_stop sent (SIGTERM or the forwarded one)
+  bool sent_kill = false;
 };
 
 class World {
@@ -158,7 +160,7 @@ class World {
   }
 
   void add(std::uint32_t rank, pid_t pid) {
-    children_[rank] = Child{pid, true, false};
+    children_[rank] = Child{pid, true, false, 0, false};
     outcome_.exits[rank].pid = pid;
   }
 
@@ -167,8 +169,11 @@ class World {
         std::count_if(children_.begin(), children_.end(), [](const Child& c) { return c.live; }));
   }
 
-  // Collects every child that has ended; the first failure starts the stop.
+  // Collects every child that has ended; the first failure starts the stop. The whole pass
+  // comes first, so ranks that ended on their own at the same moment are reported as they
+  // ended, not as stopped by the supervisor.
   void reap() {
+    bool failed = false;
     for (std::uint32_t r = 0; r < children_.size(); ++r) {
       Child& child = children_[r];
       if (!child.live) continue;
@@ -180,13 +185,17 @@ class World {
       exit.exited = WIFEXITED(status);
       exit.code = exit.exited ? WEXITSTATUS(status) : 0;
       exit.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-      exit.killed_by_us = child.signalled;
+      // Signalled by us, and not ended by some other signal of its own (a crash that raced
+      // the supervisor's SIGTERM is the rank's own failure).
+      exit.killed_by_us = child.signalled && (exit.exited || exit.signal == child.stop_signal ||
+                                              (child.sent_kill && exit.signal == SIGKILL));
       exit.elapsed = std::chrono::duration_cast<milliseconds>(Clock::now() - start_);
       if (!exit.ok() && !exit.killed_by_us && !outcome_.first_failure) {
         outcome_.first_failure = exit;
-        begin_stop(SIGTERM);
+        failed = true;
       }
     }
+    if (failed) begin_stop(SIGTERM);
   }
 
   // Everything that is not a child's end: forwarded signals, the deadline, the grace period.
@@ -223,6 +232,7 @@ class World {
     for (Child& child : children_) {
       if (!child.live) continue;
       child.signalled = true;
+      child.stop_signal = signal;
       ::kill(child.pid, signal);
       ::kill(child.pid, SIGCONT);
     }
@@ -234,6 +244,7 @@ class World {
     for (Child& child : children_) {
       if (!child.live) continue;
       child.signalled = true;
+      child.sent_kill = true;
       ::kill(child.pid, SIGKILL);
     }
   }

@@ -49,7 +49,8 @@ struct RankExit {
   bool exited = false;  // true: exit code in `code`; false: killed by `signal`
   int code = 0;
   int signal = 0;
-  bool killed_by_us = false;             // the supervisor had signalled it before it ended
+  // The supervisor had signalled it before it ended, and it did not die of another signal.
+  bool killed_by_us = false;
   std::chrono::milliseconds elapsed{0};  // from the start of the world to this rank's end
   bool ok() const { return exited && code == 0; }
 };

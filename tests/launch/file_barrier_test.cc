@@ -27,7 +27,7 @@ using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 
 constexpr milliseconds kTimeout{300};
-constexpr milliseconds kSlack{300};
+constexpr milliseconds kSlack{500};
 
 int count_generation_dirs(const std::string& dir) {
   int n = 0;

@@ -30,7 +30,7 @@ using Clock = std::chrono::steady_clock;
 constexpr milliseconds kTimeout{400};
 // How much later than its deadline a refusal may come: polling is at most 5 ms apart, the
 // rest is a loaded 2-core box.
-constexpr milliseconds kSlack{300};
+constexpr milliseconds kSlack{500};
 
 bool is_directory(const std::string& path) {
   struct stat info {};
