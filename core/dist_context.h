@@ -40,6 +40,7 @@ class DistContext {
                              Contract contract, std::chrono::milliseconds timeout,
                              std::uint64_t seed = 0);
 
+  // Movable, not copyable; a moved-from context must not be used.
   DistContext(DistContext&&) noexcept;
   DistContext& operator=(DistContext&&) noexcept;
   ~DistContext();  // closes the job directory on rank 0 (best effort)

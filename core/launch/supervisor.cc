@@ -181,17 +181,17 @@ class World {
       const pid_t done = ::waitpid(child.pid, &status, WNOHANG);
       if (done != child.pid) continue;
       child.live = false;
-      RankExit& exit = outcome_.exits[r];
-      exit.exited = WIFEXITED(status);
-      exit.code = exit.exited ? WEXITSTATUS(status) : 0;
-      exit.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+      RankExit& ended = outcome_.exits[r];
+      ended.exited = WIFEXITED(status);
+      ended.code = ended.exited ? WEXITSTATUS(status) : 0;
+      ended.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
       // Signalled by us, and not ended by some other signal of its own (a crash that raced
       // the supervisor's SIGTERM is the rank's own failure).
-      exit.killed_by_us = child.signalled && (exit.exited || exit.signal == child.stop_signal ||
-                                              (child.sent_kill && exit.signal == SIGKILL));
-      exit.elapsed = std::chrono::duration_cast<milliseconds>(Clock::now() - start_);
-      if (!exit.ok() && !exit.killed_by_us && !outcome_.first_failure) {
-        outcome_.first_failure = exit;
+      ended.killed_by_us = child.signalled && (ended.exited || ended.signal == child.stop_signal ||
+                                               (child.sent_kill && ended.signal == SIGKILL));
+      ended.elapsed = std::chrono::duration_cast<milliseconds>(Clock::now() - start_);
+      if (!ended.ok() && !ended.killed_by_us && !outcome_.first_failure) {
+        outcome_.first_failure = ended;
         failed = true;
       }
     }
@@ -338,9 +338,10 @@ pid_t start_rank(const std::string& program, std::vector<char*>& argv, std::vect
   return pid;
 }
 
-std::string how_it_ended(const RankExit& exit) {
-  if (exit.exited) return detail::concat("exited with code ", exit.code);
-  return detail::concat("was killed by signal ", exit.signal, " (", signal_name(exit.signal), ")");
+std::string how_it_ended(const RankExit& ended) {
+  if (ended.exited) return detail::concat("exited with code ", ended.code);
+  return detail::concat("was killed by signal ", ended.signal, " (", signal_name(ended.signal),
+                        ")");
 }
 
 }  // namespace
@@ -367,16 +368,16 @@ std::string WorldOutcome::describe() const {
     parts.push_back(detail::concat("the supervisor received ", signal_name(forwarded_signal)));
   }
   std::vector<std::uint32_t> stopped, clean;
-  for (const RankExit& exit : exits) {
-    if (first_failure && exit.rank == first_failure->rank) continue;
-    // A rank the supervisor signalled that still ended with an exit code (it handled or
+  for (const RankExit& ended : exits) {
+    if (first_failure && ended.rank == first_failure->rank) continue;
+    // A rank the supervisor signalled that still ended with an ended code (it handled or
     // ignored the SIGTERM) is reported by its code, like any other.
-    if (exit.killed_by_us && !exit.exited) {
-      stopped.push_back(exit.rank);
-    } else if (exit.ok()) {
-      clean.push_back(exit.rank);
+    if (ended.killed_by_us && !ended.exited) {
+      stopped.push_back(ended.rank);
+    } else if (ended.ok()) {
+      clean.push_back(ended.rank);
     } else {
-      parts.push_back(detail::concat("rank ", exit.rank, " ", how_it_ended(exit)));
+      parts.push_back(detail::concat("rank ", ended.rank, " ", how_it_ended(ended)));
     }
   }
   if (!clean.empty()) parts.push_back(ranks_text(clean) + " exited 0");
