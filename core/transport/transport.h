@@ -26,6 +26,11 @@ struct ExchangePlan {
   std::vector<std::size_t> send_offset, send_bytes;
   void* recv = nullptr;
   std::vector<std::size_t> recv_offset, recv_bytes;
+  // Set only when every count follows from counts already checked across the ranks (the
+  // fixed-order reducer's second exchange: its sizes are implied by the first one's): the
+  // transport may then skip its own agreement round. A false promise can abort the process
+  // inside the library (Gloo), so leave it off when in doubt.
+  bool counts_agreed = false;
 };
 
 class Transport {
