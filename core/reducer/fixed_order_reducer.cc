@@ -34,6 +34,10 @@ ExchangePlan distribute_from_owners(float* arena, const std::vector<Shard>& plan
   ExchangePlan x;
   x.send = arena;
   x.recv = arena;
+  // Step 1's counts, checked by the transport, say every rank agrees on every shard's size
+  // (rank r sent plan_r[p] to p, which expected plan_p[p]); these counts are the same sizes
+  // seen from the other side, so a second agreement round would only cost a round trip.
+  x.counts_agreed = true;
   for (std::size_t p = 0; p < world; ++p) {
     const bool peer = p != me;
     x.send_offset.push_back(mine.begin * kFloat);

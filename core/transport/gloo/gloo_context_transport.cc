@@ -93,38 +93,44 @@ void GlooContextTransport::run(const char* op, Body body) {
   }
 }
 
-void GlooContextTransport::checked_exchange(const std::string& where, const ExchangePlan& plan,
-                                            const Deadline& deadline) {
-  check_plan_shape(plan, world_);
+bool GlooContextTransport::agree_on_counts(const std::string& where, const ExchangePlan& plan,
+                                           const Deadline& deadline) {
   const std::size_t row_length = 2 * static_cast<std::size_t>(world_);
   const std::size_t row_bytes = row_length * sizeof(std::uint64_t);
   const std::vector<std::uint64_t> mine = size_row(plan.send_bytes, plan.recv_bytes);
   std::vector<std::uint64_t> rows(world_ * row_length);
   std::copy(mine.begin(), mine.end(), rows.begin() + rank_ * row_length);
-
   std::vector<PeerBytes> peers(world_);
   for (std::uint32_t p = 0; p < world_; ++p) {
     if (p != rank_) peers[p] = PeerBytes{mine.data(), row_bytes, &rows[p * row_length], row_bytes};
   }
-  if (world_ > 1)
+  if (world_ > 1) {
     transfer_with_peers(*context_, where + " (agreeing on byte counts)", peers, deadline);
+  }
   const std::string disagreement = find_size_disagreement(rows, world_);
   if (!disagreement.empty()) {
     throw InputError(where + ": ranks disagree on byte counts, nothing was sent: " + disagreement);
   }
+  for (std::uint32_t from = 0; from < world_; ++from) {
+    for (std::uint32_t to = 0; to < world_; ++to) {
+      if (from != to && rows[from * row_length + to] > 0) return true;
+    }
+  }
+  return false;
+}
 
+void GlooContextTransport::checked_exchange(const std::string& where, const ExchangePlan& plan,
+                                            const Deadline& deadline) {
+  check_plan_shape(plan, world_);
+  // Every rank holds the same table, so all of them skip the payload round or none does; a
+  // caller that promises agreed counts promises it on every rank, and no rank skips.
+  const bool any_payload = plan.counts_agreed || agree_on_counts(where, plan, deadline);
   if (plan.send_bytes[rank_] > 0) {
     std::memmove(byte_ptr(plan.recv, plan.recv_offset[rank_]),
                  byte_ptr(plan.send, plan.send_offset[rank_]), plan.send_bytes[rank_]);
   }
-  // Every rank holds the same table, so all of them skip the payload round or none does.
-  bool any_payload = false;
-  for (std::uint32_t from = 0; from < world_; ++from) {
-    for (std::uint32_t to = 0; to < world_; ++to) {
-      if (from != to && rows[from * row_length + to] > 0) any_payload = true;
-    }
-  }
-  if (!any_payload) return;
+  if (!any_payload || world_ == 1) return;
+  std::vector<PeerBytes> peers(world_);
   for (std::uint32_t p = 0; p < world_; ++p) {
     if (p == rank_) continue;
     peers[p] = PeerBytes{byte_ptr(plan.send, plan.send_offset[p]), plan.send_bytes[p],

@@ -42,10 +42,14 @@ class GlooContextTransport final : public Transport {
   template <typename Body>
   void run(const char* op, Body body);
   std::string label(const char* op) const;
-  // Sizes agreed across all ranks (InputError on every rank when they differ), then the
-  // local copy and the per-peer payload round.
+  // Sizes agreed across all ranks (unless the plan says they already are), then the local
+  // copy and the per-peer payload round.
   void checked_exchange(const std::string& label, const ExchangePlan& plan,
                         const Deadline& deadline);
+  // All-gathers every rank's counts and checks the whole matrix: InputError on every rank
+  // when they differ. Returns whether any rank sends anything to another.
+  bool agree_on_counts(const std::string& label, const ExchangePlan& plan,
+                       const Deadline& deadline);
   void ring_allreduce(const std::string& label, float* values, std::size_t n,
                       const Deadline& deadline);
 

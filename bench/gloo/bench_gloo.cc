@@ -1,0 +1,114 @@
+// What determinism costs on CPUs: the fixed-order reducer over our Gloo transport against
+// Gloo's own ring allreduce, W = 2 and 4 rank threads over loopback TCP (rank_threads.h),
+// arenas of 1, 4, 16 and 64 MiB. Each iteration times both, in alternating order, on the
+// same ranks and the same arena bytes (reset before every run, untimed), so drifting load on
+// the box hits both alike. Measures only: correctness is the tests' job.
+//
+// Reported per (W, MiB): the manual time is the fixed-order time; counters give both times,
+// algbw (arena bytes / time) and busbw (algbw × 2(W − 1)/W, the all-reduce convention) of
+// both, the ratio fixed-order / ring (the target: ≤ 1.1 at 16 MiB, W = 4), and our
+// library_sum (the ring plus our length agreement) for reference.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+
+#include "bench/gloo/rank_threads.h"
+#include "core/arena.h"
+#include "core/reducer/library_sum_reducer.h"
+
+namespace rv::bench {
+namespace {
+
+std::map<std::uint32_t, std::unique_ptr<RankThreads>>& worlds() {
+  static std::map<std::uint32_t, std::unique_ptr<RankThreads>> cache;
+  return cache;
+}
+
+RankThreads& world_of(std::uint32_t w) {
+  auto& slot = worlds()[w];
+  if (!slot) slot = std::make_unique<RankThreads>(w);
+  return *slot;
+}
+
+void prepare_arenas(RankThreads& world, std::size_t n) {
+  world.run([n](Rank& rank) {
+    if (rank.pristine.size() == n) return;
+    rank.pristine =
+        generate_arena(ArenaSpec{kLatestGenerator, Distribution::kNormal, 1}, rank.rank, n);
+    rank.work = rank.pristine;
+  });
+}
+
+void reset_work(Rank& rank) {
+  std::copy(rank.pristine.begin(), rank.pristine.end(), rank.work.begin());
+}
+
+void BM_FixedOrderVsGlooRing(benchmark::State& state) {
+  const auto w = static_cast<std::uint32_t>(state.range(0));
+  const auto mib = static_cast<std::size_t>(state.range(1));
+  const std::size_t bytes = mib << 20;
+  const std::size_t n = bytes / sizeof(float);
+  RankThreads& world = world_of(w);
+  prepare_arenas(world, n);
+
+  auto fixed_order = [n](Rank& rank) { rank.reducer->all_reduce(rank.work.data(), n, Op::kSum); };
+  auto ring = [n](Rank& rank) { gloo_ring_allreduce(rank.ring_context, rank.work.data(), n); };
+  auto library = [n](Rank& rank) {
+    library_sum_all_reduce(*rank.transport, host_fold_device(), rank.work.data(), n, Op::kSum);
+  };
+  double fixed_s = 0, ring_s = 0, library_s = 0;
+  std::int64_t iteration = 0;
+  for (auto _ : state) {
+    double f = 0, g = 0;
+    if (iteration++ % 2 == 0) {
+      world.run(reset_work);
+      f = world.run(fixed_order);
+      world.run(reset_work);
+      g = world.run(ring);
+    } else {
+      world.run(reset_work);
+      g = world.run(ring);
+      world.run(reset_work);
+      f = world.run(fixed_order);
+    }
+    world.run(reset_work);
+    library_s += world.run(library);
+    fixed_s += f;
+    ring_s += g;
+    state.SetIterationTime(f);
+  }
+  const double iters = static_cast<double>(state.iterations());
+  const double bus = 2.0 * (w - 1) / w;
+  const auto arena_bytes = static_cast<double>(bytes);
+  state.SetBytesProcessed(static_cast<std::int64_t>(bytes) * state.iterations());
+  state.counters["fixed_ms"] = 1e3 * fixed_s / iters;
+  state.counters["ring_ms"] = 1e3 * ring_s / iters;
+  state.counters["library_sum_ms"] = 1e3 * library_s / iters;
+  state.counters["algbw_fixed_GBps"] = arena_bytes * iters / fixed_s / 1e9;
+  state.counters["algbw_ring_GBps"] = arena_bytes * iters / ring_s / 1e9;
+  state.counters["busbw_fixed_GBps"] = bus * arena_bytes * iters / fixed_s / 1e9;
+  state.counters["busbw_ring_GBps"] = bus * arena_bytes * iters / ring_s / 1e9;
+  state.counters["ratio_fixed_over_ring"] = fixed_s / ring_s;
+  state.SetLabel("W=" + std::to_string(w) + " threads over loopback TCP");
+}
+
+BENCHMARK(BM_FixedOrderVsGlooRing)
+    ->ArgsProduct({{2, 4}, {1, 4, 16, 64}})
+    ->ArgNames({"W", "MiB"})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(1.0);
+
+}  // namespace
+}  // namespace rv::bench
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  rv::bench::worlds().clear();  // join the rank threads and close the worlds before exit
+  benchmark::Shutdown();
+  return 0;
+}
