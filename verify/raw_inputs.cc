@@ -6,7 +6,7 @@
 
 namespace rv {
 
-std::vector<std::vector<float>> read_raw_inputs(const std::vector<std::string>& files) {
+std::uint64_t check_raw_inputs(const std::vector<std::string>& files) {
   if (files.empty()) throw InputError("--inputs: no input files given (one per rank)");
   if (files.size() > kMaxWorld) {
     throw InputError("--inputs: " + std::to_string(files.size()) + " files is more ranks than " +
@@ -31,6 +31,11 @@ std::vector<std::vector<float>> read_raw_inputs(const std::vector<std::string>& 
     throw InputError("--inputs: " + std::to_string(files.size()) + " × " + std::to_string(count) +
                      " values is more than the maximum " + std::to_string(kMaxTotalElements));
   }
+  return count;
+}
+
+std::vector<std::vector<float>> read_raw_inputs(const std::vector<std::string>& files) {
+  const std::uint64_t count = check_raw_inputs(files);
   std::vector<std::vector<float>> arenas;
   arenas.reserve(files.size());
   for (const std::string& path : files) arenas.push_back(read_f32_file(path, count));

@@ -132,7 +132,7 @@ int finish_run(const RunOptions& options, const std::vector<WorldResults>& world
   int exit_code = kExitVerified;
   for (const WorldFailure& f : failures) {
     std::cerr << "reduce-verify: world of " << f.world << " ranks failed: " << f.what << "\n";
-    failed += f.cases.size();
+    failed += std::max<std::size_t>(1, f.cases.size());  // an --inputs world has no case ids
     exit_code = std::max(exit_code, f.exit_code);
   }
   if (differs) {

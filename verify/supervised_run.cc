@@ -14,6 +14,7 @@
 #include "verify/exit_codes.h"
 #include "verify/file_io.h"
 #include "verify/rank_worker.h"
+#include "verify/raw_inputs.h"
 #include "verify/run_report.h"
 #include "verify/transport_factory.h"
 
@@ -91,8 +92,8 @@ int run_supervised(const RunOptions& options, const std::vector<std::string>& ar
   if (options.inputs.empty()) {
     cases = plan_cases(options);
   } else {
+    check_raw_inputs(options.inputs);  // bad files are named here, before any rank starts
     input_world = static_cast<std::uint32_t>(options.inputs.size());
-    if (input_world > kMaxWorld) throw InputError("--inputs: too many files");
   }
   const std::uint32_t max_world =
       options.max_world.value_or(transport == "gloo" ? 8u : kMaxWorld);
