@@ -1,11 +1,28 @@
 #include "core/cuda/device_info.h"
 
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 
 #include "core/cuda/cuda_check.h"
 
 namespace rv {
 namespace {
+
+// The release of the loaded kernel module, from the line "NVRM version: NVIDIA UNIX …
+// Kernel Module  580.159.04  …" (the runtime API knows only the CUDA version it supports).
+std::string read_driver_release() {
+  std::ifstream in("/proc/driver/nvidia/version");
+  std::string line;
+  if (!std::getline(in, line)) return "";
+  const std::string marker = "Kernel Module";
+  const std::size_t at = line.find(marker);
+  if (at == std::string::npos) return "";
+  std::istringstream rest(line.substr(at + marker.size()));
+  std::string release;
+  rest >> release;
+  return release;
+}
 
 std::string error_text(cudaError_t status) {
   return std::string(cudaGetErrorName(status)) + ": " + cudaGetErrorString(status);
@@ -19,6 +36,7 @@ CudaInfo cuda_info() {
   // return an error code (never a crash), which is what makes this safe on any box.
   (void)cudaDriverGetVersion(&info.driver_version);
   (void)cudaRuntimeGetVersion(&info.runtime_version);
+  info.driver_release = read_driver_release();
   int count = 0;
   const cudaError_t status = cudaGetDeviceCount(&count);
   if (status != cudaSuccess) {

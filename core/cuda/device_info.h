@@ -18,8 +18,9 @@ struct GpuInfo {
 };
 
 struct CudaInfo {
-  int driver_version = 0;   // CUDA version the driver supports, e.g. 13000; 0 = no driver
-  int runtime_version = 0;  // the CUDA runtime linked into this program, e.g. 13000
+  int driver_version = 0;      // CUDA version the driver supports, e.g. 13000; 0 = no driver
+  int runtime_version = 0;     // the CUDA runtime linked into this program, e.g. 13000
+  std::string driver_release;  // the kernel driver's release, e.g. "580.159.04"; "" if unknown
   std::vector<GpuInfo> gpus;
   std::string status;  // "ok", or why there are no GPUs ("no CUDA driver", …)
 };

@@ -373,6 +373,8 @@ std::int64_t NcclTransport::max_int(std::int64_t value) {
   check_enqueue(
       api().all_reduce(device_scratch_, device_scratch_, 1, ncclInt64, ncclMax, comm_, stream_),
       "integer max (ncclAllReduce)");
+  // Non-blocking NCCL may still be enqueueing its kernel: the copy back must come after it.
+  wait_enqueued("integer max (ncclAllReduce)", Clock::now() + timeout_);
   RV_CUDA_CHECK(cudaMemcpyAsync(host_scratch_, device_scratch_, sizeof value,
                                 cudaMemcpyDeviceToHost, stream_));
   complete("integer max (ncclAllReduce)");

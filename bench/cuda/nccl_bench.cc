@@ -1,0 +1,198 @@
+// What determinism costs over NCCL: the fixed-order all-reduce (NCCL moves bytes, our kernel
+// folds) against ncclAllReduce's own sum, 8 B to 1 GiB, one process per GPU, as nccl-tests
+// reports it: time per call (the slowest rank's), algbw = bytes / time and
+// busbw = algbw · 2(W−1)/W. It needs two or more GPUs to mean anything; with one it runs
+// as a smoke test.
+//
+// Each rank is one process, started by a launcher the launch layer knows (our own
+// variables, torchrun, Slurm, Open MPI), e.g. for W ranks on one host:
+//   for r in $(seq 0 $((W-1))); do
+//     REDUCE_VERIFY_RANK=$r REDUCE_VERIFY_WORLD_SIZE=$W REDUCE_VERIFY_LOCAL_RANK=$r
+//     REDUCE_VERIFY_JOB_ID=bench-$$ REDUCE_VERIFY_RENDEZVOUS=/tmp/rv-bench
+//     bench_nccl --json nccl-W$W.json &   (the three lines as one command)
+//   done; wait
+// (ci/device/run-nccl-bench.sh does this). Options: --min-bytes, --max-bytes, --json FILE,
+// --timeout SECONDS.
+#include <unistd.h>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/arena.h"
+#include "core/cuda/cuda_fold_device.h"
+#include "core/cuda/device_info.h"
+#include "core/cuda/nccl_transport.h"
+#include "core/error.h"
+#include "core/launch/job_directory.h"
+#include "core/launch/launcher_env.h"
+#include "core/reducer/fixed_order_reducer.h"
+
+namespace rv {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct BenchOptions {
+  std::size_t min_bytes = 8;
+  std::size_t max_bytes = std::size_t{1} << 30;
+  std::string json;
+  std::chrono::milliseconds timeout{120000};
+};
+
+BenchOptions parse_options(int argc, char** argv) {
+  BenchOptions options;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw InputError(arg + " needs a value");
+      return argv[++i];
+    };
+    if (arg == "--min-bytes") {
+      options.min_bytes = std::stoull(value());
+    } else if (arg == "--max-bytes") {
+      options.max_bytes = std::stoull(value());
+    } else if (arg == "--json") {
+      options.json = value();
+    } else if (arg == "--timeout") {
+      options.timeout = std::chrono::milliseconds(std::stoll(value()) * 1000);
+    } else {
+      throw InputError("unknown option " + arg +
+                       " (use --min-bytes, --max-bytes, --json FILE, --timeout SECONDS)");
+    }
+  }
+  if (options.min_bytes < 8 || options.max_bytes < options.min_bytes) {
+    throw InputError("need 8 <= --min-bytes <= --max-bytes");
+  }
+  return options;
+}
+
+// Calls per size: enough that small messages are timed over many calls, few for 1 GiB.
+// The same on every rank (a function of the size alone), so no rank waits for a call the
+// others never make.
+int iterations_for(std::size_t bytes) {
+  return static_cast<int>(std::clamp<std::size_t>((std::size_t{4} << 30) / bytes, 5, 200));
+}
+
+// Seconds per call of `op`, the slowest rank's (every call returns with its bytes landed).
+template <typename Op>
+double seconds_per_call(Transport& transport, int iterations, Op op) {
+  for (int i = 0; i < 3; ++i) op();
+  transport.barrier();
+  const auto start = Clock::now();
+  for (int i = 0; i < iterations; ++i) op();
+  const auto ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
+  return static_cast<double>(transport.max_int(ns)) / 1e9 / iterations;
+}
+
+int run(int argc, char** argv) {
+  const BenchOptions options = parse_options(argc, argv);
+  const EnvLookup env = process_env();
+  const LaunchRank launch = detect_launch_rank(env).value_or(LaunchRank{0, 1, 0, "none"});
+  std::string job_id = derive_job_id(env).value_or("");
+  if (job_id.empty()) {
+    if (launch.world > 1) throw InputError("a world of ranks needs REDUCE_VERIFY_JOB_ID");
+    job_id = "bench-nccl-" + std::to_string(::getpid());
+  }
+  const std::string root = rendezvous_root(env).value_or("/tmp/reduce-verify-bench");
+  JobDirectory job = JobDirectory::open(root, job_id, launch.rank, launch.world, options.timeout);
+
+  const int devices = cuda_device_count();
+  if (devices == 0) throw RuntimeFailure("bench_nccl: no CUDA device: " + cuda_info().status);
+  const int device = static_cast<int>(launch.local_rank % static_cast<std::uint32_t>(devices));
+  CudaFoldDevice fold_device(device);
+  NcclConnectOptions connect;
+  connect.job_dir = job.path();
+  connect.job_nonce = job.nonce();
+  connect.rank = launch.rank;
+  connect.world = launch.world;
+  connect.device = device;
+  connect.timeout = options.timeout;
+  connect.stream = fold_device.stream();
+  std::unique_ptr<Transport> nccl = connect_nccl(connect);
+  FixedOrderReducer reducer(*nccl, fold_device);
+
+  // Gradient-like values; the library's repeated in-place sums may overflow to inf, which
+  // costs a GPU nothing extra. The fixed-order calls use the mean, which stays bounded.
+  const std::size_t max_floats = options.max_bytes / sizeof(float);
+  float* arena = fold_device.allocate(max_floats);
+  const std::size_t chunk = std::min<std::size_t>(max_floats, std::size_t{1} << 24);
+  const std::vector<float> values =
+      generate_arena(ArenaSpec{kLatestGenerator, Distribution::kNormal, 7}, launch.rank, chunk);
+  for (std::size_t at = 0; at < max_floats; at += chunk) {
+    fold_device.upload(arena + at, values.data(), std::min(chunk, max_floats - at) * sizeof(float));
+  }
+
+  const CudaInfo info = cuda_info();
+  const double bus_factor = 2.0 * (launch.world - 1) / launch.world;
+  nlohmann::json results = nlohmann::json::array();
+  if (launch.rank == 0) {
+    std::printf("# %s, %u ranks, %s\n", nccl->library_version().c_str(), launch.world,
+                fold_device.name());
+    std::printf("%12s %11s | %11s %9s %9s | %11s %9s %9s | %6s\n", "bytes", "floats", "fixed us",
+                "algbw", "busbw", "nccl us", "algbw", "busbw", "ratio");
+  }
+  for (std::size_t bytes = options.min_bytes; bytes <= options.max_bytes; bytes *= 2) {
+    const std::size_t n = bytes / sizeof(float);
+    const int iterations = iterations_for(bytes);
+    const double fixed =
+        seconds_per_call(*nccl, iterations, [&] { reducer.all_reduce(arena, n, Op::kMean); });
+    const double library =
+        seconds_per_call(*nccl, iterations, [&] { nccl->library_sum(arena, n); });
+    const double fixed_algbw = static_cast<double>(bytes) / fixed / 1e9;
+    const double library_algbw = static_cast<double>(bytes) / library / 1e9;
+    if (launch.rank == 0) {
+      std::printf("%12zu %11zu | %11.2f %9.2f %9.2f | %11.2f %9.2f %9.2f | %6.2f\n", bytes, n,
+                  fixed * 1e6, fixed_algbw, fixed_algbw * bus_factor, library * 1e6, library_algbw,
+                  library_algbw * bus_factor, fixed / library);
+      std::fflush(stdout);
+    }
+    results.push_back({{"bytes", bytes},
+                       {"floats", n},
+                       {"iterations", iterations},
+                       {"fixed_order_us", fixed * 1e6},
+                       {"fixed_order_algbw_GBps", fixed_algbw},
+                       {"fixed_order_busbw_GBps", fixed_algbw * bus_factor},
+                       {"nccl_allreduce_us", library * 1e6},
+                       {"nccl_allreduce_algbw_GBps", library_algbw},
+                       {"nccl_allreduce_busbw_GBps", library_algbw * bus_factor},
+                       {"fixed_over_nccl_time", fixed / library}});
+  }
+  fold_device.free(arena);
+  if (launch.rank == 0 && !options.json.empty()) {
+    nlohmann::json report = {{"context",
+                              {{"world", launch.world},
+                               {"gpu", info.gpus.empty() ? "" : describe(info.gpus[device])},
+                               {"nvidia_driver", info.driver_release},
+                               {"cuda_driver", cuda_version_text(info.driver_version)},
+                               {"cuda_runtime", cuda_version_text(info.runtime_version)},
+                               {"nccl", nccl->library_version()},
+                               {"busbw_factor", bus_factor}}},
+                             {"results", results}};
+    std::ofstream(options.json) << report.dump(2) << "\n";
+  }
+  nccl.reset();
+  job.close();
+  return 0;
+}
+
+}  // namespace
+}  // namespace rv
+
+int main(int argc, char** argv) {
+  try {
+    return rv::run(argc, argv);
+  } catch (const rv::InputError& e) {
+    std::fprintf(stderr, "bench_nccl: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_nccl: %s\n", e.what());
+    return 3;
+  }
+}

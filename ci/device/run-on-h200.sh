@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# Everything the GPU proof needs, in ONE device call (device time is scarce), on a machine
+# with one NVIDIA GPU, from the bundle ci/device/build-bundle.sh staged in build-device/:
+#   1. the machine: GPU, driver, NCCL libraries present
+#   2. the gpu tests, once under each NCCL library (LD_LIBRARY_PATH picks it)
+#   3. the fold benchmark (fold vs cudaMemcpy D2D), JSON with GPU/driver/CUDA/NCCL context
+#   4. a world-of-one smoke run of the NCCL benchmark (it measures only with >= 2 GPUs)
+#   5. the CLI, when the bundle has it: info, run --transport cuda-loopback over the
+#      committed suite and over raw special-value inputs, run --transport nccl --world 1,
+#      under each NCCL
+# Logs and results go to $OUT (at most 8 files come back: keep it so). Never stops at the
+# first failure: every step runs, and the summary at the end says what failed.
+#   usage (device machine, repository root):  bash ci/device/run-on-h200.sh
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+bundle="$root/build-device"
+out=${OUT:-/tmp/rv-device-out}
+work=$(mktemp -d /tmp/rv-device.XXXXXX)
+mkdir -p "$out" "$work/reports"
+summary="$out/summary.txt"
+: >"$summary"
+
+# NVLink multicast stays off on these shared hosts (KINDS.md), here and in every child.
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
+
+declare -A nccl_dirs=(
+  [system]=/usr/lib/x86_64-linux-gnu
+  [torch]=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib
+)
+nccl_order=(system torch)
+
+note() { echo "$*" | tee -a "$summary"; }
+# The whole script stays inside one device call's limit: a step gets at most what is left.
+budget=${RV_DEVICE_BUDGET:-450}
+# step NAME SECONDS LOG command...: runs one step with a time limit, records its status.
+step() {
+  local name=$1 limit=$2 log=$3
+  shift 3
+  local left=$((budget - SECONDS - 15))
+  if ((left < 20)); then
+    note "$(printf '%-58s skipped: out of time' "$name")"
+    return 125
+  fi
+  ((limit > left)) && limit=$left
+  local started=$SECONDS
+  { echo; echo "===== $name: $*"; } >>"$log"
+  timeout --kill-after=10 "$limit" "$@" >>"$log" 2>&1
+  local rc=$?
+  note "$(printf '%-58s rc=%-3s %4ss' "$name" "$rc" "$((SECONDS - started))")"
+  return $rc
+}
+# libs KEY: the loader path with that NCCL first, then the bundle's own libraries.
+libs() { echo "LD_LIBRARY_PATH=${nccl_dirs[$1]}:$bundle/lib"; }
+
+# 1. The machine.
+{
+  echo "== bundle"; cat "$bundle/BUILD"
+  echo "== host"; uname -a; nproc; free -g | head -2
+  echo "== nvidia-smi"; nvidia-smi
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem,clocks.max.sm,power.limit --format=csv
+  echo "== NCCL libraries"
+  for key in "${nccl_order[@]}"; do
+    ls -l "${nccl_dirs[$key]}"/libnccl.so* 2>&1
+  done
+  echo "== loader"; ldconfig -p | grep -E "libnccl|libcuda\.so" ; echo "== ldd"
+  for b in "$bundle"/bin/*; do echo "-- $b"; LD_LIBRARY_PATH="$bundle/lib" ldd "$b" | grep -E "not found|=>" ; done
+  echo "== sanitizer"; command -v compute-sanitizer || echo "no compute-sanitizer"
+} >"$out/machine.txt" 2>&1
+note "machine: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -1)"
+
+# 2. The gpu tests: all of them under the first NCCL; under the others, the ones that load
+# NCCL (the kernel, fold-device and loopback tests never do).
+run_tests() {  # run_tests KEY TEST...
+  local key=$1
+  shift
+  local log="$out/tests-nccl-$key.log"
+  : >"$log"
+  for t in "$@"; do
+    if ! step "tests[$key] $t" 240 "$log" env "$(libs "$key")" "$bundle/bin/$t" \
+         --gtest_output="xml:$work/reports/$t-$key.xml"; then
+      if [[ $t == gpu_nccl_transport_test && -z ${NCCL_SOCKET_IFNAME:-} ]]; then
+        # Bootstrap may find no usable interface on an isolated machine: try the loopback.
+        step "tests[$key] $t (NCCL_SOCKET_IFNAME=lo)" 120 "$log" \
+          env "$(libs "$key")" NCCL_SOCKET_IFNAME=lo "$bundle/bin/$t" \
+          --gtest_output="xml:$work/reports/$t-$key-lo.xml"
+      fi
+    fi
+  done
+  grep -hE "^(using|loaded) NCCL" "$log" | sort -u | sed "s/^/  [$key] /" | tee -a "$summary"
+}
+run_tests system gpu_fold_kernel_test gpu_cuda_fold_device_test gpu_loopback_world_test \
+  gpu_nccl_transport_test cuda_host_test
+
+# 3. The fold benchmark (3 repetitions: the spread shows in the aggregates).
+log="$out/bench.log"
+: >"$log"
+step "bench_cuda (fold vs cudaMemcpy D2D)" 300 "$log" env "$(libs system)" "$bundle/bin/bench_cuda" \
+  --benchmark_repetitions=3 --benchmark_counters_tabular=true \
+  --benchmark_out="$out/cuda-fold-h200.json" --benchmark_out_format=json
+
+# 4. The NCCL benchmark as a world of one (a smoke test: it needs >= 2 GPUs to measure).
+step "bench_nccl world of one (smoke, <= 64 MiB)" 120 "$log" env "$(libs system)" \
+  REDUCE_VERIFY_RENDEZVOUS="$work/rdv" "$bundle/bin/bench_nccl" \
+  --max-bytes 67108864 --json "$work/reports/nccl-bench-w1.json"
+
+for key in "${nccl_order[@]:1}"; do run_tests "$key" gpu_nccl_transport_test cuda_host_test; done
+
+# 5. The CLI, when the bundle has it.
+cli="$bundle/bin/reduce-verify"
+if [[ -x $cli ]]; then
+  log="$out/cli.log"
+  : >"$log"
+  # Raw inputs holding NaNs (assorted payloads), infinities, signed zeros and subnormals.
+  python3 - "$work" <<'EOF' >>"$log" 2>&1
+import struct, sys
+work = sys.argv[1]
+bits = [0x7FC00000, 0x7FA00001, 0xFFC12345, 0x7F800000, 0xFF800000, 0x00000000, 0x80000000,
+        0x00000001, 0x80000001, 0x007FFFFF, 0x00400000, 0x3F800000, 0x33800000, 0x7F7FFFFF,
+        0xFF7FFFFF, 0x80000000]
+for rank in range(4):
+    values = [bits[(i * (rank + 3) + rank) % len(bits)] for i in range(4099)]
+    with open(f"{work}/raw{rank}.f32", "wb") as f:
+        f.write(struct.pack(f"<{len(values)}I", *values))
+print("raw inputs written")
+EOF
+  step "cli info" 60 "$log" env "$(libs system)" "$cli" info
+  for key in "${nccl_order[@]}"; do
+    step "cli[$key] run cuda-loopback (suite)" 300 "$log" env "$(libs "$key")" "$cli" run \
+      --transport cuda-loopback --report "$work/reports/h200-cuda-loopback-$key.json" \
+      --junit "$work/reports/h200-cuda-loopback-$key.xml"
+    for op in sum mean; do
+      step "cli[$key] run cuda-loopback --inputs (raw specials, $op)" 60 "$log" env "$(libs "$key")" \
+        "$cli" run --transport cuda-loopback --op "$op" --inputs "$work"/raw{0,1,2,3}.f32
+    done
+    step "cli[$key] run nccl --world 1" 120 "$log" env "$(libs "$key")" "$cli" run \
+      --transport nccl --world 1 --report "$work/reports/h200-nccl-w1-$key.json"
+  done
+  step "cli digest --inputs (CPU reference for the raw inputs)" 60 "$log" "$cli" digest \
+    --inputs "$work"/raw{0,1,2,3}.f32
+else
+  note "cli: not in the bundle, skipped"
+fi
+
+tar -czf "$out/reports.tar.gz" -C "$work" reports
+# The fold benchmark's medians: the table the device call's reply shows last.
+python3 - "$out/cuda-fold-h200.json" <<'EOF' | tee -a "$summary"
+import json, sys
+try:
+    data = json.load(open(sys.argv[1]))
+except Exception as e:
+    print("no benchmark JSON:", e); sys.exit(0)
+ctx = data.get("context", {})
+print("gpu:", ctx.get("gpu"), "| driver", ctx.get("nvidia_driver"), "| CUDA", ctx.get("cuda_driver"),
+      "/", ctx.get("cuda_runtime"), "|", ctx.get("nccl"))
+print(f"{'benchmark':44} {'label':28} {'fold GB/s':>10} {'copy GB/s':>10} {'fraction':>9}")
+for b in data["benchmarks"]:
+    if b.get("aggregate_name") != "median":
+        continue
+    print(f"{b['run_name']:44} {b.get('label',''):28} {b['fold_GBps']:10.1f} {b['copy_GBps']:10.1f} {b['copy_fraction']:9.3f}")
+EOF
+failed=$(grep -c "rc=[1-9]" "$summary")
+note "steps failed: $failed"
+exit 0
