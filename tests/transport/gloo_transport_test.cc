@@ -85,6 +85,35 @@ TEST_P(GlooTransportWorld, ExchangeMovesUnevenSegmentsToTheirOffsets) {
   expect_no_errors(outcomes);
 }
 
+TEST_P(GlooTransportWorld, ExchangeWithAgreedCountsSkipsNoBytes) {
+  const std::uint32_t world = GetParam();
+  auto outcomes = run_ranks(world, [&](std::uint32_t me, Transport& t) {
+    // Twice: a checked exchange, then the same counts promised as agreed.
+    for (bool agreed : {false, true}) {
+      std::vector<unsigned char> send(world * 100), recv(world * 100, kGuard);
+      ExchangePlan plan;
+      plan.send = send.data();
+      plan.recv = recv.data();
+      plan.counts_agreed = agreed;
+      for (std::uint32_t p = 0; p < world; ++p) {
+        for (std::size_t i = 0; i < 100; ++i) send[p * 100 + i] = pattern(me, p, i + agreed);
+        plan.send_offset.push_back(p * 100);
+        plan.send_bytes.push_back(p % 2 ? 100 : 37);
+        plan.recv_offset.push_back(p * 100);
+        plan.recv_bytes.push_back(me % 2 ? 100 : 37);
+      }
+      t.exchange(plan);
+      for (std::uint32_t p = 0; p < world; ++p) {
+        for (std::size_t i = 0; i < 100; ++i) {
+          const unsigned char want = i < plan.recv_bytes[p] ? pattern(p, me, i + agreed) : kGuard;
+          ASSERT_EQ(recv[p * 100 + i], want) << "from rank " << p << " byte " << i;
+        }
+      }
+    }
+  });
+  expect_no_errors(outcomes);
+}
+
 TEST_P(GlooTransportWorld, AllGatherPlacesEveryRanksBlock) {
   const std::uint32_t world = GetParam();
   auto outcomes = run_ranks(world, [&](std::uint32_t me, Transport& t) {

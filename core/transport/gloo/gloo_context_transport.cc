@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <sstream>
 #include <vector>
 
@@ -60,7 +61,18 @@ GlooContextTransport::GlooContextTransport(std::shared_ptr<::gloo::Context> cont
     : context_(std::move(context)),
       rank_(static_cast<std::uint32_t>(context_->rank)),
       world_(static_cast<std::uint32_t>(context_->size)),
-      timeout_(timeout) {}
+      timeout_(timeout),
+      row_(2 * static_cast<std::size_t>(world_)),
+      rows_(world_ * row_.size()),
+      row_send_(world_),
+      row_recv_(world_) {
+  const std::size_t row_bytes = row_.size() * sizeof(std::uint64_t);
+  for (std::uint32_t p = 0; p < world_; ++p) {
+    if (p == rank_) continue;
+    row_send_[p] = context_->createUnboundBuffer(row_.data(), row_bytes);
+    row_recv_[p] = context_->createUnboundBuffer(&rows_[p * row_.size()], row_bytes);
+  }
+}
 
 // The context closes its pairs (an orderly close: bytes already written still arrive) and
 // joins the device's I/O thread.
@@ -81,6 +93,7 @@ void GlooContextTransport::run(const char* op, Body body) {
     throw RuntimeFailure(where +
                          ": the transport is unusable after an earlier failure: " + failure_);
   }
+  retired_.clear();  // the last operation's buffers: Gloo has long let go of them
   const Deadline deadline(timeout_);
   try {
     body(where, deadline);
@@ -93,50 +106,85 @@ void GlooContextTransport::run(const char* op, Body body) {
   }
 }
 
-bool GlooContextTransport::agree_on_counts(const std::string& where, const ExchangePlan& plan,
-                                           const Deadline& deadline) {
-  const std::size_t row_length = 2 * static_cast<std::size_t>(world_);
-  const std::size_t row_bytes = row_length * sizeof(std::uint64_t);
-  const std::vector<std::uint64_t> mine = size_row(plan.send_bytes, plan.recv_bytes);
-  std::vector<std::uint64_t> rows(world_ * row_length);
-  std::copy(mine.begin(), mine.end(), rows.begin() + rank_ * row_length);
-  std::vector<PeerBytes> peers(world_);
-  for (std::uint32_t p = 0; p < world_; ++p) {
-    if (p != rank_) peers[p] = PeerBytes{mine.data(), row_bytes, &rows[p * row_length], row_bytes};
+void GlooContextTransport::post_header_round(PeerRound& round,
+                                             const std::vector<std::uint64_t>& row) {
+  std::copy(row.begin(), row.end(), row_.begin());
+  std::copy(row.begin(), row.end(), rows_.begin() + rank_ * row_.size());
+  for (std::uint32_t p : round.peers()) {
+    round.post_recv(p, *row_recv_[p]);
+    round.post_send(p, *row_send_[p]);
   }
-  if (world_ > 1) {
-    transfer_with_peers(*context_, where + " (agreeing on byte counts)", peers, deadline);
-  }
-  const std::string disagreement = find_size_disagreement(rows, world_);
-  if (!disagreement.empty()) {
-    throw InputError(where + ": ranks disagree on byte counts, nothing was sent: " + disagreement);
-  }
-  for (std::uint32_t from = 0; from < world_; ++from) {
-    for (std::uint32_t to = 0; to < world_; ++to) {
-      if (from != to && rows[from * row_length + to] > 0) return true;
-    }
-  }
-  return false;
 }
 
+const std::vector<std::uint64_t>& GlooContextTransport::gather_rows(
+    const std::string& where, const std::vector<std::uint64_t>& row, const Deadline& deadline) {
+  PeerRound round(*context_, deadline, retired_);
+  post_header_round(round, row);
+  round.wait_all();
+  round.throw_if_failed(where);
+  return rows_;
+}
+
+// Sizes are agreed pair by pair, overlapped with the payload: every rank sends every peer
+// its whole row of counts and posts its payload receives at once (a receive of the size it
+// expects can never be overrun: nothing larger is ever sent to it); the payload to a peer
+// goes out as soon as that peer's row shows both directions of the pair agree. So no rank
+// waits for the slowest rank before its first payload byte moves, and Gloo never sees a send
+// larger than the receive posted for it. Once every row is in, each rank checks the whole
+// matrix, so a disagreement anywhere is the same InputError on every rank.
 void GlooContextTransport::checked_exchange(const std::string& where, const ExchangePlan& plan,
                                             const Deadline& deadline) {
   check_plan_shape(plan, world_);
-  // Every rank holds the same table, so all of them skip the payload round or none does; a
-  // caller that promises agreed counts promises it on every rank, and no rank skips.
-  const bool any_payload = plan.counts_agreed || agree_on_counts(where, plan, deadline);
-  if (plan.send_bytes[rank_] > 0) {
-    std::memmove(byte_ptr(plan.recv, plan.recv_offset[rank_]),
-                 byte_ptr(plan.send, plan.send_offset[rank_]), plan.send_bytes[rank_]);
+  const std::uint32_t me = rank_;
+  if (plan.send_bytes[me] > 0 && plan.send_bytes[me] == plan.recv_bytes[me]) {
+    std::memmove(byte_ptr(plan.recv, plan.recv_offset[me]),
+                 byte_ptr(plan.send, plan.send_offset[me]), plan.send_bytes[me]);
   }
-  if (!any_payload || world_ == 1) return;
-  std::vector<PeerBytes> peers(world_);
-  for (std::uint32_t p = 0; p < world_; ++p) {
-    if (p == rank_) continue;
-    peers[p] = PeerBytes{byte_ptr(plan.send, plan.send_offset[p]), plan.send_bytes[p],
-                         byte_ptr(plan.recv, plan.recv_offset[p]), plan.recv_bytes[p]};
+  // Rounds are created in the same order on every rank (counts_agreed is the same promise
+  // on every rank), so their slots match.
+  std::unique_ptr<PeerRound> counts;
+  if (!plan.counts_agreed) counts = std::make_unique<PeerRound>(*context_, deadline, retired_);
+  PeerRound payload(*context_, deadline, retired_);
+  auto send_to = [&](std::uint32_t p) {
+    payload.post_send(p, byte_ptr(plan.send, plan.send_offset[p]), plan.send_bytes[p]);
+  };
+  for (std::uint32_t p : payload.peers()) {
+    payload.post_recv(p, byte_ptr(plan.recv, plan.recv_offset[p]), plan.recv_bytes[p]);
   }
-  transfer_with_peers(*context_, where, peers, deadline);
+  if (!counts) {
+    for (std::uint32_t p : payload.peers()) send_to(p);
+    payload.wait_all();
+    payload.throw_if_failed(where);
+    return;
+  }
+
+  const std::string agreeing = where + " (agreeing on byte counts)";
+  post_header_round(*counts, size_row(plan.send_bytes, plan.recv_bytes));
+  std::vector<bool> agreed(world_, false);
+  for (std::uint32_t p : counts->peers()) {
+    if (!counts->wait_recv(p)) {
+      if (counts->timed_out()) break;
+      continue;
+    }
+    agreed[p] = pair_agrees(rows_, world_, me, p);
+    if (agreed[p]) send_to(p);
+  }
+  for (std::uint32_t p : counts->peers()) counts->wait_send(p);
+  if (counts->timed_out()) counts->throw_if_failed(agreeing);
+  // Finish the payload with every peer it was agreed with, even when something else
+  // failed, so live peers get their bytes and name the real culprit.
+  for (std::uint32_t p : payload.peers()) {
+    if (agreed[p]) payload.wait_recv(p);
+  }
+  for (std::uint32_t p : payload.peers()) {
+    if (agreed[p]) payload.wait_send(p);
+  }
+  counts->throw_if_failed(agreeing);
+  payload.throw_if_failed(where);
+  const std::string disagreement = find_size_disagreement(rows_, world_);
+  if (!disagreement.empty()) {
+    throw InputError(where + ": ranks disagree on byte counts: " + disagreement);
+  }
 }
 
 void GlooContextTransport::all_gather(const void* in, void* out, std::size_t bytes) {
@@ -173,40 +221,40 @@ void GlooContextTransport::broadcast(void* buf, std::size_t bytes, std::uint32_t
   });
 }
 
+// The header round alone is a barrier: no rank leaves it before it has heard from every
+// other rank.
 void GlooContextTransport::barrier() {
-  // The byte-count round alone is a barrier: no rank leaves it before it has heard from
-  // every other rank.
   run("barrier", [&](const std::string& where, const Deadline& deadline) {
-    ExchangePlan plan;
-    plan.send_offset.assign(world_, 0);
-    plan.send_bytes.assign(world_, 0);
-    plan.recv_offset.assign(world_, 0);
-    plan.recv_bytes.assign(world_, 0);
-    checked_exchange(where, plan, deadline);
+    gather_rows(where, std::vector<std::uint64_t>(row_.size(), 0), deadline);
   });
 }
 
 std::int64_t GlooContextTransport::max_int(std::int64_t value) {
-  std::vector<std::int64_t> all(world_);
+  std::int64_t result = value;
   run("max_int", [&](const std::string& where, const Deadline& deadline) {
-    checked_exchange(where, all_gather_plan(&value, all.data(), sizeof value, world_), deadline);
+    std::vector<std::uint64_t> row(row_.size(), 0);
+    row[0] = static_cast<std::uint64_t>(value);
+    const auto& rows = gather_rows(where, row, deadline);
+    for (std::uint32_t p = 0; p < world_; ++p) {
+      result = std::max(result, static_cast<std::int64_t>(rows[p * row_.size()]));
+    }
   });
-  return *std::max_element(all.begin(), all.end());
+  return result;
 }
 
 void GlooContextTransport::library_sum(float* values, std::size_t n) {
   run("library_sum", [&](const std::string& where, const Deadline& deadline) {
     // A ring allreduce over different lengths would overrun a posted receive, which Gloo
     // answers by terminating the process: agree on the length first.
-    const auto count = static_cast<std::uint64_t>(n);
-    std::vector<std::uint64_t> counts(world_);
-    checked_exchange(where + " (agreeing on the length)",
-                     all_gather_plan(&count, counts.data(), sizeof count, world_), deadline);
+    std::vector<std::uint64_t> row(row_.size(), 0);
+    row[0] = static_cast<std::uint64_t>(n);
+    const auto& rows = gather_rows(where + " (agreeing on the length)", row, deadline);
     for (std::uint32_t p = 0; p < world_; ++p) {
-      if (counts[p] != count) {
+      const std::uint64_t theirs = rows[p * row_.size()];
+      if (theirs != n) {
         std::ostringstream out;
         out << where << ": ranks disagree on the number of values, nothing was summed: rank "
-            << rank_ << " has " << count << " but rank " << p << " has " << counts[p];
+            << rank_ << " has " << n << " but rank " << p << " has " << theirs;
         throw InputError(out.str());
       }
     }

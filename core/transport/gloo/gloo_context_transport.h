@@ -7,8 +7,10 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/transport/gloo/gloo_failure.h"
+#include "core/transport/gloo/peer_transfers.h"
 #include "core/transport/transport.h"
 
 namespace gloo {
@@ -42,14 +44,18 @@ class GlooContextTransport final : public Transport {
   template <typename Body>
   void run(const char* op, Body body);
   std::string label(const char* op) const;
-  // Sizes agreed across all ranks (unless the plan says they already are), then the local
-  // copy and the per-peer payload round.
+
+  // The header round: every rank sends every peer one row of 2 × W integers and receives
+  // theirs into rows_ (row r from rank r), on buffers made once for the transport's life.
+  void post_header_round(PeerRound& round, const std::vector<std::uint64_t>& row);
+  // A header round on its own: returns all rows (throws naming the peer on failure).
+  const std::vector<std::uint64_t>& gather_rows(const std::string& label,
+                                                const std::vector<std::uint64_t>& row,
+                                                const Deadline& deadline);
+  // The local copy and the per-peer payload, with the byte counts agreed in a header round
+  // (unless the plan says they already are): InputError on every rank when two disagree.
   void checked_exchange(const std::string& label, const ExchangePlan& plan,
                         const Deadline& deadline);
-  // All-gathers every rank's counts and checks the whole matrix: InputError on every rank
-  // when they differ. Returns whether any rank sends anything to another.
-  bool agree_on_counts(const std::string& label, const ExchangePlan& plan,
-                       const Deadline& deadline);
   void ring_allreduce(const std::string& label, float* values, std::size_t n,
                       const Deadline& deadline);
 
@@ -58,6 +64,10 @@ class GlooContextTransport final : public Transport {
   std::chrono::milliseconds timeout_;
   std::uint32_t allreduce_tag_ = 0;
   std::string failure_;  // the first failure; the transport is dead once it is set
+  // Declared after context_, so destroyed before it.
+  std::vector<std::uint64_t> row_, rows_;
+  std::vector<UnboundBufferPtr> row_send_, row_recv_;  // per peer, over row_ and rows_
+  std::vector<UnboundBufferPtr> retired_;              // completed payload buffers (see PeerRound)
 };
 
 }  // namespace gloo_detail

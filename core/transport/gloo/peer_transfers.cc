@@ -3,7 +3,6 @@
 #include <gloo/context.h>
 #include <gloo/transport/unbound_buffer.h>
 
-#include <memory>
 #include <sstream>
 
 #include "core/error.h"
@@ -12,139 +11,129 @@ namespace rv {
 namespace gloo_detail {
 namespace {
 
-using Buffer = std::unique_ptr<::gloo::transport::UnboundBuffer>;
-
-struct PeerFailure {
-  std::uint32_t peer = 0;
-  bool deadline = false;
-  std::string what;
-};
-
 // Gloo's own wait throws "Timed out waiting …" when the time runs out; a pair error
 // ("Connection closed by peer …", "Read error …") can arrive at any time.
 bool is_timeout(const std::string& text, const Deadline& deadline) {
   return deadline.passed() || text.find("Timed out") != std::string::npos;
 }
 
-class Round {
- public:
-  Round(::gloo::Context& context, const std::vector<PeerBytes>& peers, const Deadline& deadline)
-      : context_(context),
-        peers_(peers),
-        deadline_(deadline),
-        world_(static_cast<std::uint32_t>(context.size)),
-        rank_(static_cast<std::uint32_t>(context.rank)),
-        recv_(world_),
-        send_(world_),
-        failed_(world_, false) {}
-
-  void post(std::uint64_t slot) {
-    // Receives first, so no peer's data waits on a missing buffer of ours.
-    for_each_peer([&](std::uint32_t p) {
-      const PeerBytes& bytes = peers_[p];
-      if (bytes.recv_bytes == 0) return;
-      try {
-        recv_[p] = context_.createUnboundBuffer(bytes.recv, bytes.recv_bytes);
-        recv_[p]->recv(static_cast<int>(p), slot);
-      } catch (...) {
-        recv_[p].reset();
-        record(p, false, "connection lost (" + current_exception_text() + ")");
-      }
-    });
-    for_each_peer([&](std::uint32_t p) {
-      const PeerBytes& bytes = peers_[p];
-      if (bytes.send_bytes == 0 || failed_[p]) return;
-      try {
-        // Gloo's buffer type is not const-correct; a send only reads it.
-        send_[p] = context_.createUnboundBuffer(const_cast<void*>(bytes.send), bytes.send_bytes);
-        send_[p]->send(static_cast<int>(p), slot);
-      } catch (...) {
-        send_[p].reset();
-        record(p, false, "connection lost (" + current_exception_text() + ")");
-      }
-    });
-  }
-
-  // Waits peer by peer. A pair error is recorded and the other peers are still waited for,
-  // so live peers get their bytes and do not blame this rank; a timeout ends the round
-  // (Gloo has then closed every pair of the context).
-  void complete() {
-    const std::string limit = format_duration(deadline_.timeout());
-    bool timed_out = false;
-    for_each_peer([&](std::uint32_t p) {
-      if (!timed_out) timed_out = !wait(recv_[p], p, true, "no data within " + limit);
-    });
-    for_each_peer([&](std::uint32_t p) {
-      if (!timed_out)
-        timed_out = !wait(send_[p], p, false, "did not take our data within " + limit);
-    });
-  }
-
-  void throw_if_failed(const std::string& label) const {
-    if (failures_.empty()) return;
-    std::ostringstream out;
-    out << label << ": ";
-    for (std::size_t i = 0; i < failures_.size(); ++i) {
-      out << (i ? "; " : "") << "rank " << failures_[i].peer << ": " << failures_[i].what;
-    }
-    if (failures_.front().deadline) throw DeadlineExceeded(out.str());
-    throw RuntimeFailure(out.str());
-  }
-
- private:
-  template <typename Body>
-  void for_each_peer(Body body) {
-    // Starting after this rank spreads the first waits over different peers.
-    for (std::uint32_t k = 1; k < world_; ++k) body((rank_ + k) % world_);
-  }
-
-  void record(std::uint32_t peer, bool deadline, std::string what) {
-    failed_[peer] = true;
-    failures_.push_back(PeerFailure{peer, deadline, std::move(what)});
-  }
-
-  // Returns false when the deadline passed.
-  bool wait(const Buffer& buffer, std::uint32_t peer, bool receiving,
-            const std::string& timeout_text) {
-    if (!buffer || failed_[peer]) return true;
-    try {
-      const bool done = receiving ? buffer->waitRecv(nullptr, deadline_.remaining())
-                                  : buffer->waitSend(nullptr, deadline_.remaining());
-      if (!done) record(peer, false, "Gloo aborted the wait");
-      return true;
-    } catch (...) {
-      const std::string text = current_exception_text();
-      if (is_timeout(text, deadline_)) {
-        record(peer, true, timeout_text + " (peer dead or frozen?)");
-        return false;
-      }
-      record(peer, false, "connection lost (" + text + ")");
-      return true;
-    }
-  }
-
-  ::gloo::Context& context_;
-  const std::vector<PeerBytes>& peers_;
-  const Deadline& deadline_;
-  std::uint32_t world_, rank_;
-  std::vector<Buffer> recv_, send_;
-  std::vector<bool> failed_;
-  std::vector<PeerFailure> failures_;
-};
-
 }  // namespace
 
-void transfer_with_peers(::gloo::Context& context, const std::string& label,
-                         const std::vector<PeerBytes>& peers, const Deadline& deadline) {
-  RV_ENFORCE_EQ(InternalError, peers.size(), static_cast<std::size_t>(context.size),
-                "one PeerBytes entry per rank");
-  const auto slot = static_cast<std::uint64_t>(context.nextSlot());
-  Round round(context, peers, deadline);
-  round.post(slot);
-  round.complete();
-  // The buffers die with `round`; Gloo blocks their destruction until its I/O thread has
-  // let go of them, so a failed round leaves no pointer into the caller's memory behind.
-  round.throw_if_failed(label);
+PeerRound::PeerRound(::gloo::Context& context, const Deadline& deadline,
+                     std::vector<UnboundBufferPtr>& retired)
+    : context_(context),
+      deadline_(deadline),
+      retired_(retired),
+      slot_(static_cast<std::uint64_t>(context.nextSlot())),
+      world_(static_cast<std::uint32_t>(context.size)),
+      rank_(static_cast<std::uint32_t>(context.rank)),
+      recv_(world_),
+      send_(world_),
+      failed_(world_, false) {}
+
+PeerRound::~PeerRound() = default;
+
+std::vector<std::uint32_t> PeerRound::peers() const {
+  std::vector<std::uint32_t> order;
+  for (std::uint32_t k = 1; k < world_; ++k) order.push_back((rank_ + k) % world_);
+  return order;
+}
+
+void PeerRound::record(std::uint32_t peer, bool deadline, std::string what) {
+  failed_[peer] = true;
+  failures_.push_back(Failure{peer, deadline, std::move(what)});
+}
+
+void PeerRound::post(Posted& posted, std::uint32_t peer, bool receiving) {
+  try {
+    if (receiving) {
+      posted.buffer->recv(static_cast<int>(peer), slot_);
+    } else {
+      posted.buffer->send(static_cast<int>(peer), slot_);
+    }
+  } catch (...) {
+    posted = Posted{};
+    record(peer, false, "connection lost (" + current_exception_text() + ")");
+  }
+}
+
+void PeerRound::post_recv(std::uint32_t peer, void* data, std::size_t bytes) {
+  if (bytes == 0 || failed_[peer]) return;
+  Posted& posted = recv_[peer];
+  posted.owned = context_.createUnboundBuffer(data, bytes);
+  posted.buffer = posted.owned.get();
+  post(posted, peer, true);
+}
+
+void PeerRound::post_send(std::uint32_t peer, const void* data, std::size_t bytes) {
+  if (bytes == 0 || failed_[peer]) return;
+  Posted& posted = send_[peer];
+  // Gloo's buffer type is not const-correct; a send only reads it.
+  posted.owned = context_.createUnboundBuffer(const_cast<void*>(data), bytes);
+  posted.buffer = posted.owned.get();
+  post(posted, peer, false);
+}
+
+void PeerRound::post_recv(std::uint32_t peer, ::gloo::transport::UnboundBuffer& kept) {
+  if (kept.size == 0 || failed_[peer]) return;
+  recv_[peer].buffer = &kept;
+  post(recv_[peer], peer, true);
+}
+
+void PeerRound::post_send(std::uint32_t peer, ::gloo::transport::UnboundBuffer& kept) {
+  if (kept.size == 0 || failed_[peer]) return;
+  send_[peer].buffer = &kept;
+  post(send_[peer], peer, false);
+}
+
+bool PeerRound::wait(Posted& posted, std::uint32_t peer, bool receiving) {
+  if (failed_[peer]) return false;
+  if (posted.buffer == nullptr) return true;
+  if (timed_out_) return false;
+  try {
+    const bool done = receiving ? posted.buffer->waitRecv(nullptr, deadline_.remaining())
+                                : posted.buffer->waitSend(nullptr, deadline_.remaining());
+    if (!done) {
+      record(peer, false, "Gloo aborted the wait");
+      return false;
+    }
+    if (posted.owned) retired_.push_back(std::move(posted.owned));
+    posted = Posted{};
+    return true;
+  } catch (...) {
+    const std::string text = current_exception_text();
+    if (is_timeout(text, deadline_)) {
+      timed_out_ = true;
+      const std::string limit = format_duration(deadline_.timeout());
+      record(peer, true,
+             (receiving ? "no data within " : "did not take our data within ") + limit +
+                 " (peer dead or frozen?)");
+    } else {
+      record(peer, false, "connection lost (" + text + ")");
+    }
+    return false;
+  }
+}
+
+bool PeerRound::wait_recv(std::uint32_t peer) { return wait(recv_[peer], peer, true); }
+bool PeerRound::wait_send(std::uint32_t peer) { return wait(send_[peer], peer, false); }
+
+// A pair error is recorded and the other peers are still waited for, so live peers get
+// their bytes and do not blame this rank; after a timeout the remaining waits end at once.
+void PeerRound::wait_all() {
+  for (std::uint32_t p : peers()) wait_recv(p);
+  for (std::uint32_t p : peers()) wait_send(p);
+}
+
+void PeerRound::throw_if_failed(const std::string& label) const {
+  if (failures_.empty()) return;
+  std::ostringstream out;
+  out << label << ": ";
+  for (std::size_t i = 0; i < failures_.size(); ++i) {
+    out << (i ? "; " : "") << "rank " << failures_[i].peer << ": " << failures_[i].what;
+  }
+  if (failures_.front().deadline) throw DeadlineExceeded(out.str());
+  throw RuntimeFailure(out.str());
 }
 
 }  // namespace gloo_detail

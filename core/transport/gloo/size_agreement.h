@@ -1,8 +1,9 @@
-// Agreeing on byte counts before any payload moves. Gloo's receiver checks an incoming
+// Agreeing on byte counts before a payload is sent. Gloo's receiver checks an incoming
 // message against the posted receive on its I/O thread, where a failed check terminates the
-// process; a smaller message silently completes a larger receive. So every exchange first
-// all-gathers every rank's byte counts and checks the whole matrix: all ranks see the same
-// table and reach the same verdict, naming the same pair, before anything else is posted.
+// process; a smaller message silently completes a larger receive. So every rank sends every
+// peer its whole row of counts: a pair starts its payload once both directions agree, and
+// once all rows are in, every rank checks the whole matrix and reaches the same verdict,
+// naming the same pair.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,10 @@ namespace gloo_detail {
 // One rank's row of the table: what it sends to each rank, then what it expects from each.
 std::vector<std::uint64_t> size_row(const std::vector<std::size_t>& send_bytes,
                                     const std::vector<std::size_t>& recv_bytes);
+
+// Whether ranks a and b agree on both directions between them (rows as below).
+bool pair_agrees(const std::vector<std::uint64_t>& rows, std::uint32_t world, std::uint32_t a,
+                 std::uint32_t b);
 
 // rows: world rows of 2 × world counts, row r from rank r. Empty when every send matches
 // the receive its peer posted; otherwise the first mismatch (lowest sender, then lowest
