@@ -136,10 +136,13 @@ void GlooContextTransport::checked_exchange(const std::string& where, const Exch
                                             const Deadline& deadline) {
   check_plan_shape(plan, world_);
   const std::uint32_t me = rank_;
-  if (plan.send_bytes[me] > 0 && plan.send_bytes[me] == plan.recv_bytes[me]) {
-    std::memmove(byte_ptr(plan.recv, plan.recv_offset[me]),
-                 byte_ptr(plan.send, plan.send_offset[me]), plan.send_bytes[me]);
-  }
+  // The local copy runs while Gloo's I/O thread moves the peers' bytes.
+  auto copy_own = [&] {
+    if (plan.send_bytes[me] > 0 && plan.send_bytes[me] == plan.recv_bytes[me]) {
+      std::memmove(byte_ptr(plan.recv, plan.recv_offset[me]),
+                   byte_ptr(plan.send, plan.send_offset[me]), plan.send_bytes[me]);
+    }
+  };
   // Rounds are created in the same order on every rank (counts_agreed is the same promise
   // on every rank), so their slots match.
   std::unique_ptr<PeerRound> counts;
@@ -153,6 +156,7 @@ void GlooContextTransport::checked_exchange(const std::string& where, const Exch
   }
   if (!counts) {
     for (std::uint32_t p : payload.peers()) send_to(p);
+    copy_own();
     payload.wait_all();
     payload.throw_if_failed(where);
     return;
@@ -161,6 +165,7 @@ void GlooContextTransport::checked_exchange(const std::string& where, const Exch
   const std::string agreeing = where + " (agreeing on byte counts)";
   post_header_round(*counts, size_row(plan.send_bytes, plan.recv_bytes));
   std::vector<bool> agreed(world_, false);
+  bool copied = false;
   for (std::uint32_t p : counts->peers()) {
     if (!counts->wait_recv(p)) {
       if (counts->timed_out()) break;
@@ -168,7 +173,12 @@ void GlooContextTransport::checked_exchange(const std::string& where, const Exch
     }
     agreed[p] = pair_agrees(rows_, world_, me, p);
     if (agreed[p]) send_to(p);
+    if (!copied) {
+      copy_own();  // after the first payload went out
+      copied = true;
+    }
   }
+  if (!copied) copy_own();
   for (std::uint32_t p : counts->peers()) counts->wait_send(p);
   if (counts->timed_out()) counts->throw_if_failed(agreeing);
   // Finish the payload with every peer it was agreed with, even when something else
