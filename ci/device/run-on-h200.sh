@@ -136,7 +136,7 @@ EOF
     step "cli[$key] run nccl --world 1" 120 "$log" env "$(libs "$key")" "$cli" run \
       --transport nccl --world 1 --report "$work/reports/h200-nccl-w1-$key.json"
   done
-  step "cli digest --inputs (CPU reference for the raw inputs)" 60 "$log" "$cli" digest \
+  step "cli digest --inputs (CPU reference for the raw inputs)" 60 "$log" env "$(libs system)" "$cli" digest \
     --inputs "$work"/raw{0,1,2,3}.f32
 else
   note "cli: not in the bundle, skipped"

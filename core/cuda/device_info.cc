@@ -9,19 +9,22 @@
 namespace rv {
 namespace {
 
-// The release of the loaded kernel module, from the line "NVRM version: NVIDIA UNIX …
-// Kernel Module  580.159.04  …" (the runtime API knows only the CUDA version it supports).
+// The release of the loaded kernel module, the first dotted number on the line
+// "NVRM version: NVIDIA UNIX [Open ]Kernel Module for x86_64  580.159.04  Release Build …"
+// (the runtime API knows only the CUDA version the driver supports).
 std::string read_driver_release() {
   std::ifstream in("/proc/driver/nvidia/version");
   std::string line;
   if (!std::getline(in, line)) return "";
-  const std::string marker = "Kernel Module";
-  const std::size_t at = line.find(marker);
-  if (at == std::string::npos) return "";
-  std::istringstream rest(line.substr(at + marker.size()));
-  std::string release;
-  rest >> release;
-  return release;
+  std::istringstream words(line);
+  std::string word;
+  while (words >> word) {
+    const bool dotted_number = word.find('.') != std::string::npos &&
+                               word.find_first_not_of("0123456789.") == std::string::npos &&
+                               word.front() != '.';
+    if (dotted_number) return word;
+  }
+  return "";
 }
 
 std::string error_text(cudaError_t status) {

@@ -181,7 +181,9 @@ void launch_unit(detail::FoldShape shape, const FoldArgs& args, cudaStream_t str
 
 namespace detail {
 
-FoldShape default_fold_shape() { return FoldShape::kBatch4Unroll2; }
+// Measured on an H200 (bench/results/cuda-fold-h200.json): batch8x1 is the fastest or
+// within noise of it at every W, and needs the fewest registers (60: 4 blocks per SM).
+FoldShape default_fold_shape() { return FoldShape::kBatch8Unroll1; }
 
 const char* to_string(FoldShape shape) {
   switch (shape) {
