@@ -3,11 +3,12 @@
 # more GPUs: W rank processes on this host, one GPU each, under each NCCL library.
 # Not run yet: the lent machines with several GPUs are withheld so far.
 #   usage (device machine, repository root):  bash ci/device/run-nccl-bench.sh [W]
-#   W defaults to the number of GPUs; results (JSON + logs) go to $OUT.
+#   W defaults to the number of GPUs; $OUT gets one JSON per library and the logs' archive.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 bundle="$root/build-device"
 out=${OUT:-/tmp/rv-nccl-bench-out}
+work=$(mktemp -d /tmp/rv-nccl-bench.XXXXXX)
 mkdir -p "$out"
 world=${1:-$(nvidia-smi -L | wc -l)}
 if ((world < 2)); then
@@ -29,11 +30,13 @@ for key in system torch; do
       REDUCE_VERIFY_WORLD_SIZE=$world REDUCE_VERIFY_LOCAL_RANK=$r REDUCE_VERIFY_JOB_ID=$job \
       REDUCE_VERIFY_RENDEZVOUS=/tmp/rv-nccl-bench \
       timeout 900 "$bundle/bin/bench_nccl" --json "$out/nccl-bench-W$world-$key.json" \
-      >"$out/nccl-bench-W$world-$key-rank$r.log" 2>&1 &
+      >"$work/nccl-bench-W$world-$key-rank$r.log" 2>&1 &
     pids+=($!)
   done
   rc=0
   for pid in "${pids[@]}"; do wait "$pid" || rc=$?; done
   echo "nccl bench [$key] W=$world: rc=$rc"
-  cat "$out/nccl-bench-W$world-$key-rank0.log"
+  cat "$work/nccl-bench-W$world-$key-rank0.log"
 done
+# At most 8 files come back from a device call: the rank logs travel as one archive.
+tar -czf "$out/nccl-bench-logs.tar.gz" -C "$work" .
