@@ -87,6 +87,9 @@ nlohmann::json build_report(const RunOptions& options, const std::vector<WorldRe
   // vector inside a temporary that has already been destroyed.
   const Fingerprint host = host_fingerprint();
   for (const auto& [key, value] : host.fields()) fingerprint[key] = value;
+  // The transport facts of the box: library versions and the files they were loaded from,
+  // GPUs, driver and runtime (what `info` prints).
+  for (const auto& [key, value] : transport_facts()) fingerprint[key] = value;
   nlohmann::json world_list = nlohmann::json::array();
   nlohmann::json results = nlohmann::json::array();
   for (const WorldResults& w : worlds) {
