@@ -144,6 +144,18 @@ TEST(LiveRun, InputsMatchTheEmulationAndAnIndependentFold) {
   }
 }
 
+// Waits until the supervisor has spawned its `world` ranks, then a little longer so they are
+// mid-reduction; returns their pids (fewer when they never all appeared).
+std::vector<pid_t> ranks_mid_run(const LiveProcess& supervisor, std::size_t world) {
+  std::vector<pid_t> ranks;
+  for (int tries = 0; tries < 300 && ranks.size() < world; ++tries) {
+    std::this_thread::sleep_for(milliseconds(10));
+    ranks = children_of(supervisor.pid());
+  }
+  std::this_thread::sleep_for(milliseconds(700));
+  return ranks;
+}
+
 // The supervisor's view: a rank SIGKILLed mid-run ends the world at once with exit 3, the
 // message names the rank and the signal, and no rank process survives.
 TEST(LiveRunFaults, KilledRankUnderTheSupervisor) {
@@ -151,13 +163,8 @@ TEST(LiveRunFaults, KilledRankUnderTheSupervisor) {
   LiveProcess run(run_args({"--case", long_case(4), "--iters", "500", "--timeout", "3",
                             "--rendezvous", dir.path()}),
                   {}, dir.file("sup"));
-  std::vector<pid_t> ranks;
-  for (int tries = 0; tries < 300 && ranks.size() < 4; ++tries) {
-    std::this_thread::sleep_for(milliseconds(10));
-    ranks = children_of(run.pid());
-  }
-  ASSERT_EQ(ranks.size(), 4u);
-  std::this_thread::sleep_for(milliseconds(700));  // mid-reduction
+  const std::vector<pid_t> ranks = ranks_mid_run(run, 4);
+  ASSERT_EQ(ranks.size(), 4u);  // mid-reduction
   const auto start = Clock::now();
   ASSERT_EQ(::kill(ranks[2], SIGKILL), 0);
   ASSERT_TRUE(run.wait(kAllowed)) << "the supervisor did not end within timeout + 2 s";
@@ -174,13 +181,8 @@ TEST(LiveRunFaults, FrozenRankUnderTheSupervisor) {
   LiveProcess run(run_args({"--case", long_case(4), "--iters", "500", "--timeout", "3",
                             "--rendezvous", dir.path()}),
                   {}, dir.file("sup"));
-  std::vector<pid_t> ranks;
-  for (int tries = 0; tries < 300 && ranks.size() < 4; ++tries) {
-    std::this_thread::sleep_for(milliseconds(10));
-    ranks = children_of(run.pid());
-  }
+  const std::vector<pid_t> ranks = ranks_mid_run(run, 4);
   ASSERT_EQ(ranks.size(), 4u);
-  std::this_thread::sleep_for(milliseconds(700));
   const auto start = Clock::now();
   ASSERT_EQ(::kill(ranks[1], SIGSTOP), 0);
   ASSERT_TRUE(run.wait(kAllowed)) << "the supervisor did not end within timeout + 2 s";

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/cuda/device_info.h"
+#include "core/fold_law.h"
 
 #define RV_SKIP_WITHOUT_GPU()                                                     \
   do {                                                                            \
@@ -23,17 +24,9 @@
 
 namespace rv::test {
 
-inline std::uint32_t bits_of(float value) {
-  std::uint32_t bits;
-  std::memcpy(&bits, &value, sizeof bits);
-  return bits;
-}
-
-inline float from_bits(std::uint32_t bits) {
-  float value;
-  std::memcpy(&value, &bits, sizeof value);
-  return value;
-}
+// The bit views of core/fold_law.h, under the names these tests use.
+inline std::uint32_t bits_of(float value) { return ::rv::float_bits(value); }
+inline float from_bits(std::uint32_t bits) { return ::rv::float_from_bits(bits); }
 
 // Success when both arrays hold the same bits; else the count of differing elements and the
 // first one, with both bit patterns.
