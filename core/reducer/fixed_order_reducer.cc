@@ -1,7 +1,11 @@
 #include "core/reducer/fixed_order_reducer.h"
 
+#include <cstdint>
+#include <cstring>
+#include <sstream>
 #include <vector>
 
+#include "core/error.h"
 #include "core/shard_plan.h"
 
 namespace rv {
@@ -9,49 +13,67 @@ namespace {
 
 constexpr std::size_t kFloat = sizeof(float);
 
-// Step 1: rank r's copy of shard p goes to owner p, into the owner's slot r.
+// Piece k of P of a shard: elements [begin, begin + count).
+Shard piece_of(const Shard& shard, std::size_t k, std::size_t pieces) {
+  const std::size_t from = shard.count * k / pieces;
+  const std::size_t to = shard.count * (k + 1) / pieces;
+  return Shard{shard.begin + from, to - from};
+}
+
+// Step 1, for one piece: rank r's copy of piece k of shard p goes to owner p, into the
+// owner's slot r.
 ExchangePlan scatter_to_owners(const float* arena, const std::vector<Shard>& plan, std::uint32_t me,
-                               float* stacked) {
-  const std::size_t world = plan.size();
-  const Shard mine = plan[me];
+                               std::size_t k, std::size_t pieces, float* stacked) {
+  const Shard mine = piece_of(plan[me], k, pieces);
   ExchangePlan x;
   x.send = arena;
   x.recv = stacked;
-  for (std::size_t p = 0; p < world; ++p) {
-    x.send_offset.push_back(plan[p].begin * kFloat);
-    x.send_bytes.push_back(plan[p].count * kFloat);
+  for (std::size_t p = 0; p < plan.size(); ++p) {
+    const Shard theirs = piece_of(plan[p], k, pieces);
+    x.send_offset.push_back(theirs.begin * kFloat);
+    x.send_bytes.push_back(theirs.count * kFloat);
     x.recv_offset.push_back(p * mine.count * kFloat);
     x.recv_bytes.push_back(mine.count * kFloat);
   }
+  // Every count follows from n and W, which the ranks have just agreed on.
+  x.counts_agreed = true;
   return x;
 }
 
 // Step 3: owner me's reduced shard to every other rank; the others' shards into place.
 ExchangePlan distribute_from_owners(float* arena, const std::vector<Shard>& plan,
                                     std::uint32_t me) {
-  const std::size_t world = plan.size();
   const Shard mine = plan[me];
   ExchangePlan x;
   x.send = arena;
   x.recv = arena;
-  // Step 1's counts, checked by the transport, say every rank agrees on every shard's size
-  // (rank r sent plan_r[p] to p, which expected plan_p[p]); these counts are the same sizes
-  // seen from the other side, so a second agreement round would only cost a round trip.
-  x.counts_agreed = true;
-  for (std::size_t p = 0; p < world; ++p) {
+  for (std::size_t p = 0; p < plan.size(); ++p) {
     const bool peer = p != me;
     x.send_offset.push_back(mine.begin * kFloat);
     x.send_bytes.push_back(peer ? mine.count * kFloat : 0);
     x.recv_offset.push_back(plan[p].begin * kFloat);
     x.recv_bytes.push_back(peer ? plan[p].count * kFloat : 0);
   }
+  x.counts_agreed = true;
   return x;
 }
 
 }  // namespace
 
+FixedOrderOptions FixedOrderOptions::for_device(const FoldDevice& device) {
+  FixedOrderOptions options;
+  if (std::strcmp(device.name(), host_fold_device().name()) == 0) {
+    options.piece_bytes = std::size_t{2} << 20;
+  }
+  return options;
+}
+
 FixedOrderReducer::FixedOrderReducer(Transport& transport, FoldDevice& device)
-    : transport_(transport), device_(device) {}
+    : FixedOrderReducer(transport, device, FixedOrderOptions::for_device(device)) {}
+
+FixedOrderReducer::FixedOrderReducer(Transport& transport, FoldDevice& device,
+                                     const FixedOrderOptions& options)
+    : transport_(transport), device_(device), options_(options) {}
 
 FixedOrderReducer::~FixedOrderReducer() {
   if (stacked_ != nullptr) device_.free(stacked_);
@@ -67,6 +89,27 @@ float* FixedOrderReducer::stacked_scratch(std::size_t floats) {
   return stacked_;
 }
 
+// Every byte count below, and the number of exchanges, follows from n and W: once the ranks
+// agree on n they cannot post mismatched sizes (which Gloo would answer by terminating the
+// process) or different numbers of exchanges.
+void FixedOrderReducer::agree_on_length(std::size_t n) {
+  const std::uint32_t world = transport_.world_size();
+  const auto mine = static_cast<std::uint64_t>(n);
+  std::vector<std::uint64_t> all(world);
+  transport_.all_gather(&mine, all.data(), sizeof mine);
+  for (std::uint32_t r = 1; r < world; ++r) {
+    if (all[r] != all[0]) {
+      std::ostringstream out;
+      out << "fixed-order all_reduce: ranks disagree on the arena length:";
+      for (std::uint32_t q = 0; q < world; ++q) {
+        out << (q ? "," : "") << " rank " << q << " has " << all[q];
+      }
+      out << " elements";
+      throw InputError(out.str());
+    }
+  }
+}
+
 void FixedOrderReducer::all_reduce(float* arena, std::size_t n, Op op) {
   const std::uint32_t world = transport_.world_size();
   const std::uint32_t me = transport_.rank();
@@ -76,16 +119,26 @@ void FixedOrderReducer::all_reduce(float* arena, std::size_t n, Op op) {
     device_.synchronize();
     return;
   }
+  agree_on_length(n);
   const std::vector<Shard> plan = shard_plan(n, world);
   const Shard mine = plan[me];
-  float* stacked = stacked_scratch(static_cast<std::size_t>(world) * mine.count);
+  // Shard 0 is the largest, so every rank computes the same number of pieces.
+  const std::size_t shard_bytes = plan[0].count * kFloat;
+  const std::size_t pieces = options_.piece_bytes == 0 || shard_bytes <= options_.piece_bytes
+                                 ? 1
+                                 : (shard_bytes + options_.piece_bytes - 1) / options_.piece_bytes;
+  const std::size_t slot_floats = (mine.count + pieces - 1) / pieces;
+  float* stacked = stacked_scratch(static_cast<std::size_t>(world) * slot_floats);
 
   // The transport and the fold may work on different queues (a GPU stream): the device is
   // synchronised at every hand-over.
   device_.synchronize();
-  transport_.exchange(scatter_to_owners(arena, plan, me, stacked));
-  device_.fold_stacked(stacked, world, mine.count, mine.count, op, arena + mine.begin);
-  device_.synchronize();
+  for (std::size_t k = 0; k < pieces; ++k) {
+    const Shard piece = piece_of(mine, k, pieces);
+    transport_.exchange(scatter_to_owners(arena, plan, me, k, pieces, stacked));
+    device_.fold_stacked(stacked, world, piece.count, piece.count, op, arena + piece.begin);
+    device_.synchronize();
+  }
   transport_.exchange(distribute_from_owners(arena, plan, me));
 }
 
