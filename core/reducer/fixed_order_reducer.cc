@@ -21,9 +21,10 @@ Shard piece_of(const Shard& shard, std::size_t k, std::size_t pieces) {
 }
 
 // Step 1, for one piece: rank r's copy of piece k of shard p goes to owner p, into the
-// owner's slot r.
+// owner's slot r (at stacked + r × slot_stride).
 ExchangePlan scatter_to_owners(const float* arena, const std::vector<Shard>& plan, std::uint32_t me,
-                               std::size_t k, std::size_t pieces, float* stacked) {
+                               std::size_t k, std::size_t pieces, float* stacked,
+                               std::size_t slot_stride) {
   const Shard mine = piece_of(plan[me], k, pieces);
   ExchangePlan x;
   x.send = arena;
@@ -32,7 +33,7 @@ ExchangePlan scatter_to_owners(const float* arena, const std::vector<Shard>& pla
     const Shard theirs = piece_of(plan[p], k, pieces);
     x.send_offset.push_back(theirs.begin * kFloat);
     x.send_bytes.push_back(theirs.count * kFloat);
-    x.recv_offset.push_back(p * mine.count * kFloat);
+    x.recv_offset.push_back(p * slot_stride * kFloat);
     x.recv_bytes.push_back(mine.count * kFloat);
   }
   // Every count follows from n and W, which the ranks have just agreed on.
@@ -128,15 +129,24 @@ void FixedOrderReducer::all_reduce(float* arena, std::size_t n, Op op) {
                                  ? 1
                                  : (shard_bytes + options_.piece_bytes - 1) / options_.piece_bytes;
   const std::size_t slot_floats = (mine.count + pieces - 1) / pieces;
-  float* stacked = stacked_scratch(static_cast<std::size_t>(world) * slot_floats);
+  // A GPU fold takes its 16-byte vector path only when every slot and the output start at
+  // one 16-byte phase: the stride is padded to whole 16-byte units, and each piece's table
+  // is shifted to its output's phase (3 spare floats). The layout changes no bit.
+  constexpr std::size_t kLane = 16 / kFloat;
+  const std::size_t slot_stride = (slot_floats + kLane - 1) / kLane * kLane;
+  float* table = stacked_scratch(static_cast<std::size_t>(world) * slot_stride + kLane - 1);
 
   // The transport and the fold may work on different queues (a GPU stream): the device is
   // synchronised at every hand-over.
   device_.synchronize();
   for (std::size_t k = 0; k < pieces; ++k) {
     const Shard piece = piece_of(mine, k, pieces);
-    transport_.exchange(scatter_to_owners(arena, plan, me, k, pieces, stacked));
-    device_.fold_stacked(stacked, world, piece.count, piece.count, op, arena + piece.begin);
+    float* out = arena + piece.begin;
+    const std::size_t table_phase = (reinterpret_cast<std::uintptr_t>(table) / kFloat) % kLane;
+    const std::size_t out_phase = (reinterpret_cast<std::uintptr_t>(out) / kFloat) % kLane;
+    float* stacked = table + (out_phase + kLane - table_phase) % kLane;
+    transport_.exchange(scatter_to_owners(arena, plan, me, k, pieces, stacked, slot_stride));
+    device_.fold_stacked(stacked, world, slot_stride, piece.count, op, out);
     device_.synchronize();
   }
   transport_.exchange(distribute_from_owners(arena, plan, me));
