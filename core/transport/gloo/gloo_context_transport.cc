@@ -54,6 +54,16 @@ ExchangePlan all_gather_plan(const void* in, void* out, std::size_t bytes, std::
   return plan;
 }
 
+// How much longer a rank waits for a peer to *start* an operation (its header) than for
+// the bytes of a peer that has started. A peer that has not started may still be stuck in
+// the previous operation waiting on a dead or frozen rank; its own deadline then passes
+// first, it closes its connections, and this rank goes on to wait for — and name — the
+// rank that really is silent instead of the one that was only waiting.
+Deadline header_deadline(const Deadline& deadline) {
+  const auto grace = std::min(deadline.timeout() / 4, std::chrono::milliseconds(1000));
+  return deadline.extended(grace);
+}
+
 }  // namespace
 
 GlooContextTransport::GlooContextTransport(std::shared_ptr<::gloo::Context> context,
@@ -118,7 +128,7 @@ void GlooContextTransport::post_header_round(PeerRound& round,
 
 const std::vector<std::uint64_t>& GlooContextTransport::gather_rows(
     const std::string& where, const std::vector<std::uint64_t>& row, const Deadline& deadline) {
-  PeerRound round(*context_, deadline, retired_);
+  PeerRound round(*context_, header_deadline(deadline), retired_);
   post_header_round(round, row);
   round.wait_all();
   round.throw_if_failed(where);
@@ -126,17 +136,16 @@ const std::vector<std::uint64_t>& GlooContextTransport::gather_rows(
 }
 
 // Sizes are agreed pair by pair, overlapped with the payload: every rank sends every peer
-// its whole row of counts and posts its payload receives at once (a receive of the size it
-// expects can never be overrun: nothing larger is ever sent to it); the payload to a peer
-// goes out as soon as that peer's row shows both directions of the pair agree. So no rank
-// waits for the slowest rank before its first payload byte moves, and Gloo never sees a send
-// larger than the receive posted for it. Once every row is in, each rank checks the whole
-// matrix, so a disagreement anywhere is the same InputError on every rank.
+// its whole row of counts and posts all its payload sends at once; a receive from a peer is
+// posted only once that peer's row shows both directions of the pair agree (Gloo moves a
+// payload only when the receiver has posted a receive, so it never meets a receive smaller
+// than what comes). A rank stuck waiting for one peer's row has thus already offered its
+// bytes to all the others, who do not wait on it. Once every row is in, each rank checks
+// the whole matrix, so a disagreement anywhere is the same InputError on every rank.
 void GlooContextTransport::checked_exchange(const std::string& where, const ExchangePlan& plan,
                                             const Deadline& deadline) {
   check_plan_shape(plan, world_);
   const std::uint32_t me = rank_;
-  // The local copy runs while Gloo's I/O thread moves the peers' bytes.
   auto copy_own = [&] {
     if (plan.send_bytes[me] > 0 && plan.send_bytes[me] == plan.recv_bytes[me]) {
       std::memmove(byte_ptr(plan.recv, plan.recv_offset[me]),
@@ -146,48 +155,51 @@ void GlooContextTransport::checked_exchange(const std::string& where, const Exch
   // Rounds are created in the same order on every rank (counts_agreed is the same promise
   // on every rank), so their slots match.
   std::unique_ptr<PeerRound> counts;
-  if (!plan.counts_agreed) counts = std::make_unique<PeerRound>(*context_, deadline, retired_);
-  PeerRound payload(*context_, deadline, retired_);
-  auto send_to = [&](std::uint32_t p) {
-    payload.post_send(p, byte_ptr(plan.send, plan.send_offset[p]), plan.send_bytes[p]);
-  };
-  for (std::uint32_t p : payload.peers()) {
-    payload.post_recv(p, byte_ptr(plan.recv, plan.recv_offset[p]), plan.recv_bytes[p]);
+  if (!plan.counts_agreed) {
+    counts = std::make_unique<PeerRound>(*context_, header_deadline(deadline), retired_);
   }
+  PeerRound payload(*context_, deadline, retired_);
+  auto receive_from = [&](std::uint32_t p) {
+    payload.post_recv(p, byte_ptr(plan.recv, plan.recv_offset[p]), plan.recv_bytes[p]);
+  };
+  if (counts) post_header_round(*counts, size_row(plan.send_bytes, plan.recv_bytes));
+  for (std::uint32_t p : payload.peers()) {
+    payload.post_send(p, byte_ptr(plan.send, plan.send_offset[p]), plan.send_bytes[p]);
+  }
+  // The local copy runs while Gloo's I/O thread moves the peers' bytes.
+  copy_own();
   if (!counts) {
-    for (std::uint32_t p : payload.peers()) send_to(p);
-    copy_own();
+    for (std::uint32_t p : payload.peers()) receive_from(p);
     payload.wait_all();
     payload.throw_if_failed(where);
     return;
   }
 
   const std::string agreeing = where + " (agreeing on byte counts)";
-  post_header_round(*counts, size_row(plan.send_bytes, plan.recv_bytes));
   std::vector<bool> agreed(world_, false);
-  bool copied = false;
   for (std::uint32_t p : counts->peers()) {
     if (!counts->wait_recv(p)) {
       if (counts->timed_out()) break;
       continue;
     }
     agreed[p] = pair_agrees(rows_, world_, me, p);
-    if (agreed[p]) send_to(p);
-    if (!copied) {
-      copy_own();  // after the first payload went out
-      copied = true;
-    }
+    if (agreed[p]) receive_from(p);
   }
-  if (!copied) copy_own();
-  for (std::uint32_t p : counts->peers()) counts->wait_send(p);
   if (counts->timed_out()) counts->throw_if_failed(agreeing);
-  // Finish the payload with every peer it was agreed with, even when something else
-  // failed, so live peers get their bytes and name the real culprit.
+  // Receives before sends: Gloo wakes a pending receive when its peer's connection fails,
+  // but not a send already handed to the socket, so a dead peer is found on a receive and
+  // the sends to it are not waited for. The payload is finished with every peer it was
+  // agreed with, even when something else failed, so live peers get their bytes and name
+  // the real culprit.
   for (std::uint32_t p : payload.peers()) {
     if (agreed[p]) payload.wait_recv(p);
   }
+  for (std::uint32_t p : counts->peers()) {
+    if (!payload.peer_failed(p)) counts->wait_send(p);
+  }
+  if (counts->timed_out()) counts->throw_if_failed(agreeing);
   for (std::uint32_t p : payload.peers()) {
-    if (agreed[p]) payload.wait_send(p);
+    if (agreed[p] && !counts->peer_failed(p)) payload.wait_send(p);
   }
   counts->throw_if_failed(agreeing);
   payload.throw_if_failed(where);

@@ -17,6 +17,12 @@ class Deadline {
   explicit Deadline(std::chrono::milliseconds timeout)
       : timeout_(timeout), at_(Clock::now() + timeout) {}
   std::chrono::milliseconds timeout() const { return timeout_; }
+  // The same deadline moved later by `grace`; timeout() still names the operation's limit.
+  Deadline extended(std::chrono::milliseconds grace) const {
+    Deadline later = *this;
+    later.at_ += grace;
+    return later;
+  }
   // What is left, never negative (Gloo treats -1 ms as "use the context default").
   std::chrono::milliseconds remaining() const;
   bool passed() const { return Clock::now() >= at_; }

@@ -12,10 +12,10 @@ namespace gloo_detail {
 namespace {
 
 // Gloo's own wait throws "Timed out waiting …" when the time runs out; a pair error
-// ("Connection closed by peer …", "Read error …") can arrive at any time.
-bool is_timeout(const std::string& text, const Deadline& deadline) {
-  return deadline.passed() || text.find("Timed out") != std::string::npos;
-}
+// ("Connection closed by peer …", "Read error …") can arrive at any time, also just after
+// the deadline (a peer that gave up on a third rank closes its connections), and then it
+// is a closed connection, not a silent peer.
+bool is_timeout(const std::string& text) { return text.find("Timed out") != std::string::npos; }
 
 }  // namespace
 
@@ -102,7 +102,7 @@ bool PeerRound::wait(Posted& posted, std::uint32_t peer, bool receiving) {
     return true;
   } catch (...) {
     const std::string text = current_exception_text();
-    if (is_timeout(text, deadline_)) {
+    if (is_timeout(text)) {
       timed_out_ = true;
       const std::string limit = format_duration(deadline_.timeout());
       record(peer, true,
@@ -120,6 +120,8 @@ bool PeerRound::wait_send(std::uint32_t peer) { return wait(send_[peer], peer, f
 
 // A pair error is recorded and the other peers are still waited for, so live peers get
 // their bytes and do not blame this rank; after a timeout the remaining waits end at once.
+// Receives first: Gloo wakes a pending receive when its peer's connection fails, but not a
+// send it has already queued on the socket.
 void PeerRound::wait_all() {
   for (std::uint32_t p : peers()) wait_recv(p);
   for (std::uint32_t p : peers()) wait_send(p);
@@ -132,7 +134,11 @@ void PeerRound::throw_if_failed(const std::string& label) const {
   for (std::size_t i = 0; i < failures_.size(); ++i) {
     out << (i ? "; " : "") << "rank " << failures_[i].peer << ": " << failures_[i].what;
   }
-  if (failures_.front().deadline) throw DeadlineExceeded(out.str());
+  // A silent peer is the likelier cause: a peer that closed its connections may have done so
+  // because it timed out on the same silent rank.
+  for (const Failure& f : failures_) {
+    if (f.deadline) throw DeadlineExceeded(out.str());
+  }
   throw RuntimeFailure(out.str());
 }
 

@@ -63,8 +63,8 @@ class PeerRound {
   bool failed() const { return !failures_.empty(); }
   bool timed_out() const { return timed_out_; }
   bool peer_failed(std::uint32_t peer) const { return failed_[peer]; }
-  // DeadlineExceeded when the first failure was the deadline, else RuntimeFailure; the
-  // message starts with `label` and names every failing peer, e.g.
+  // DeadlineExceeded when a peer let the deadline pass, else RuntimeFailure; the message
+  // starts with `label` and names every failing peer in the order found, e.g.
   //   "gloo exchange on rank 0 of 4: rank 3: no data within 10 s (peer dead or frozen?)".
   void throw_if_failed(const std::string& label) const;
 
@@ -90,7 +90,7 @@ class PeerRound {
   bool wait(Posted& posted, std::uint32_t peer, bool receiving);
 
   ::gloo::Context& context_;
-  const Deadline& deadline_;
+  Deadline deadline_;
   std::vector<UnboundBufferPtr>& retired_;
   std::uint64_t slot_;
   std::uint32_t world_, rank_;
