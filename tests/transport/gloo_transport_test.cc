@@ -217,6 +217,24 @@ TEST(GlooTransport, DisagreeingSizesAreAnInputErrorOnEveryRankAndNothingAborts) 
   }
 }
 
+// Small all-gathers ride in the header round, large ones do not; a size mismatch is caught
+// either way, also between a rank on each path.
+TEST(GlooTransport, AllGatherSizesThatDisagreeAreAnInputErrorOnEveryRank) {
+  for (std::size_t odd : {std::size_t{12}, std::size_t{4096}}) {
+    auto outcomes = run_ranks(3, [&](std::uint32_t me, Transport& t) {
+      std::vector<unsigned char> in(4096, 1), out(3 * 4096);
+      t.all_gather(in.data(), out.data(), me == 2 ? odd : 8);
+    });
+    for (const auto& o : outcomes) {
+      ASSERT_TRUE(is_error<InputError>(o.error)) << odd << ": " << error_text(o.error);
+      EXPECT_NE(error_text(o.error).find("rank 0 sends 8 bytes to rank 2, which expects " +
+                                         std::to_string(odd)),
+                std::string::npos)
+          << error_text(o.error);
+    }
+  }
+}
+
 TEST(GlooTransport, DisagreeingLibrarySumLengthsAreAnInputError) {
   auto outcomes = run_ranks(2, [&](std::uint32_t me, Transport& t) {
     std::vector<float> values(1000, 1.0f);

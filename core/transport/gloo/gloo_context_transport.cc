@@ -72,7 +72,7 @@ GlooContextTransport::GlooContextTransport(std::shared_ptr<::gloo::Context> cont
       rank_(static_cast<std::uint32_t>(context_->rank)),
       world_(static_cast<std::uint32_t>(context_->size)),
       timeout_(timeout),
-      row_(2 * static_cast<std::size_t>(world_)),
+      row_(2 * static_cast<std::size_t>(world_) + kInlineBytes / sizeof(std::uint64_t)),
       rows_(world_ * row_.size()),
       row_send_(world_),
       row_recv_(world_) {
@@ -117,22 +117,37 @@ void GlooContextTransport::run(const char* op, Body body) {
 }
 
 void GlooContextTransport::post_header_round(PeerRound& round,
-                                             const std::vector<std::uint64_t>& row) {
-  std::copy(row.begin(), row.end(), row_.begin());
-  std::copy(row.begin(), row.end(), rows_.begin() + rank_ * row_.size());
+                                             const std::vector<std::uint64_t>& counts,
+                                             const void* inline_data, std::size_t inline_bytes) {
+  std::fill(row_.begin(), row_.end(), 0);
+  std::copy(counts.begin(), counts.end(), row_.begin());
+  if (inline_bytes > 0) std::memcpy(&row_[counts.size()], inline_data, inline_bytes);
+  std::copy(row_.begin(), row_.end(), rows_.begin() + rank_ * row_.size());
   for (std::uint32_t p : round.peers()) {
     round.post_recv(p, *row_recv_[p]);
     round.post_send(p, *row_send_[p]);
   }
 }
 
-const std::vector<std::uint64_t>& GlooContextTransport::gather_rows(
-    const std::string& where, const std::vector<std::uint64_t>& row, const Deadline& deadline) {
+const unsigned char* GlooContextTransport::inline_of(std::uint32_t rank) const {
+  return reinterpret_cast<const unsigned char*>(&rows_[rank * row_.size() + 2 * world_]);
+}
+
+void GlooContextTransport::small_all_gather(const std::string& where, const void* in, void* out,
+                                            std::size_t bytes, const Deadline& deadline) {
   PeerRound round(*context_, header_deadline(deadline), retired_);
-  post_header_round(round, row);
+  const std::vector<std::size_t> each(world_, bytes);
+  post_header_round(round, size_row(each, each), in, bytes);
   round.wait_all();
   round.throw_if_failed(where);
-  return rows_;
+  const std::string disagreement = find_size_disagreement(rows_, world_, row_.size());
+  if (!disagreement.empty()) {
+    throw InputError(where + ": ranks disagree on byte counts: " + disagreement);
+  }
+  if (bytes == 0) return;
+  for (std::uint32_t p = 0; p < world_; ++p) {
+    std::memcpy(static_cast<char*>(out) + p * bytes, inline_of(p), bytes);
+  }
 }
 
 // Sizes are agreed pair by pair, overlapped with the payload: every rank sends every peer
@@ -182,7 +197,7 @@ void GlooContextTransport::checked_exchange(const std::string& where, const Exch
       if (counts->timed_out()) break;
       continue;
     }
-    agreed[p] = pair_agrees(rows_, world_, me, p);
+    agreed[p] = pair_agrees(rows_, world_, me, p, row_.size());
     if (agreed[p]) receive_from(p);
   }
   if (counts->timed_out()) counts->throw_if_failed(agreeing);
@@ -203,7 +218,7 @@ void GlooContextTransport::checked_exchange(const std::string& where, const Exch
   }
   counts->throw_if_failed(agreeing);
   payload.throw_if_failed(where);
-  const std::string disagreement = find_size_disagreement(rows_, world_);
+  const std::string disagreement = find_size_disagreement(rows_, world_, row_.size());
   if (!disagreement.empty()) {
     throw InputError(where + ": ranks disagree on byte counts: " + disagreement);
   }
@@ -211,7 +226,13 @@ void GlooContextTransport::checked_exchange(const std::string& where, const Exch
 
 void GlooContextTransport::all_gather(const void* in, void* out, std::size_t bytes) {
   run("all_gather", [&](const std::string& where, const Deadline& deadline) {
-    checked_exchange(where, all_gather_plan(in, out, bytes, world_), deadline);
+    // Every rank takes the path of its own size; a rank with another size still meets the
+    // others in the same header round, where the counts disagree for all of them.
+    if (bytes <= kInlineBytes) {
+      small_all_gather(where, in, out, bytes, deadline);
+    } else {
+      checked_exchange(where, all_gather_plan(in, out, bytes, world_), deadline);
+    }
   });
 }
 
@@ -247,36 +268,31 @@ void GlooContextTransport::broadcast(void* buf, std::size_t bytes, std::uint32_t
 // other rank.
 void GlooContextTransport::barrier() {
   run("barrier", [&](const std::string& where, const Deadline& deadline) {
-    gather_rows(where, std::vector<std::uint64_t>(row_.size(), 0), deadline);
+    small_all_gather(where, nullptr, nullptr, 0, deadline);
   });
 }
 
 std::int64_t GlooContextTransport::max_int(std::int64_t value) {
-  std::int64_t result = value;
+  std::vector<std::int64_t> all(world_);
   run("max_int", [&](const std::string& where, const Deadline& deadline) {
-    std::vector<std::uint64_t> row(row_.size(), 0);
-    row[0] = static_cast<std::uint64_t>(value);
-    const auto& rows = gather_rows(where, row, deadline);
-    for (std::uint32_t p = 0; p < world_; ++p) {
-      result = std::max(result, static_cast<std::int64_t>(rows[p * row_.size()]));
-    }
+    small_all_gather(where, &value, all.data(), sizeof value, deadline);
   });
-  return result;
+  return *std::max_element(all.begin(), all.end());
 }
 
 void GlooContextTransport::library_sum(float* values, std::size_t n) {
   run("library_sum", [&](const std::string& where, const Deadline& deadline) {
     // A ring allreduce over different lengths would overrun a posted receive, which Gloo
     // answers by terminating the process: agree on the length first.
-    std::vector<std::uint64_t> row(row_.size(), 0);
-    row[0] = static_cast<std::uint64_t>(n);
-    const auto& rows = gather_rows(where + " (agreeing on the length)", row, deadline);
+    const auto count = static_cast<std::uint64_t>(n);
+    std::vector<std::uint64_t> counts(world_);
+    small_all_gather(where + " (agreeing on the length)", &count, counts.data(), sizeof count,
+                     deadline);
     for (std::uint32_t p = 0; p < world_; ++p) {
-      const std::uint64_t theirs = rows[p * row_.size()];
-      if (theirs != n) {
+      if (counts[p] != count) {
         std::ostringstream out;
         out << where << ": ranks disagree on the number of values, nothing was summed: rank "
-            << rank_ << " has " << n << " but rank " << p << " has " << theirs;
+            << rank_ << " has " << n << " but rank " << p << " has " << counts[p];
         throw InputError(out.str());
       }
     }

@@ -45,13 +45,18 @@ class GlooContextTransport final : public Transport {
   void run(const char* op, Body body);
   std::string label(const char* op) const;
 
-  // The header round: every rank sends every peer one row of 2 × W integers and receives
-  // theirs into rows_ (row r from rank r), on buffers made once for the transport's life.
-  void post_header_round(PeerRound& round, const std::vector<std::uint64_t>& row);
-  // A header round on its own: returns all rows (throws naming the peer on failure).
-  const std::vector<std::uint64_t>& gather_rows(const std::string& label,
-                                                const std::vector<std::uint64_t>& row,
-                                                const Deadline& deadline);
+  // A header: the 2 × W byte counts of an exchange, then up to kInlineBytes of data, so
+  // small all-gathers (a length, an agreement record, max_int) take one round, not two.
+  static constexpr std::size_t kInlineBytes = 256;
+  // The header round: every rank sends every peer its header row and receives theirs into
+  // rows_ (row r from rank r), on buffers made once for the transport's life.
+  void post_header_round(PeerRound& round, const std::vector<std::uint64_t>& counts,
+                         const void* inline_data = nullptr, std::size_t inline_bytes = 0);
+  const unsigned char* inline_of(std::uint32_t rank) const;
+  // An all-gather of at most kInlineBytes carried in the header round alone; the counts in
+  // the rows check that every rank gave the same size.
+  void small_all_gather(const std::string& label, const void* in, void* out, std::size_t bytes,
+                        const Deadline& deadline);
   // The local copy and the per-peer payload, with the byte counts agreed in a header round
   // (unless the plan says they already are): InputError on every rank when two disagree.
   void checked_exchange(const std::string& label, const ExchangePlan& plan,

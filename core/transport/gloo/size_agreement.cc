@@ -13,8 +13,8 @@ std::vector<std::uint64_t> size_row(const std::vector<std::size_t>& send_bytes,
 }
 
 bool pair_agrees(const std::vector<std::uint64_t>& rows, std::uint32_t world, std::uint32_t a,
-                 std::uint32_t b) {
-  const std::size_t row_length = 2 * static_cast<std::size_t>(world);
+                 std::uint32_t b, std::size_t row_length) {
+  if (row_length == 0) row_length = 2 * static_cast<std::size_t>(world);
   auto sends = [&](std::uint32_t from, std::uint32_t to) { return rows[from * row_length + to]; };
   auto expects = [&](std::uint32_t at, std::uint32_t from) {
     return rows[at * row_length + world + from];
@@ -22,8 +22,9 @@ bool pair_agrees(const std::vector<std::uint64_t>& rows, std::uint32_t world, st
   return sends(a, b) == expects(b, a) && sends(b, a) == expects(a, b);
 }
 
-std::string find_size_disagreement(const std::vector<std::uint64_t>& rows, std::uint32_t world) {
-  const std::size_t row_length = 2 * static_cast<std::size_t>(world);
+std::string find_size_disagreement(const std::vector<std::uint64_t>& rows, std::uint32_t world,
+                                   std::size_t row_length) {
+  if (row_length == 0) row_length = 2 * static_cast<std::size_t>(world);
   auto sends = [&](std::uint32_t from, std::uint32_t to) { return rows[from * row_length + to]; };
   auto expects = [&](std::uint32_t at, std::uint32_t from) {
     return rows[at * row_length + world + from];

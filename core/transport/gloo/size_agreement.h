@@ -6,6 +6,7 @@
 // naming the same pair.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -18,13 +19,16 @@ std::vector<std::uint64_t> size_row(const std::vector<std::size_t>& send_bytes,
                                     const std::vector<std::size_t>& recv_bytes);
 
 // Whether ranks a and b agree on both directions between them (rows as below).
+// `row_length`: the words from one row to the next (the counts may be followed by other
+// data); 0 means 2 × world.
 bool pair_agrees(const std::vector<std::uint64_t>& rows, std::uint32_t world, std::uint32_t a,
-                 std::uint32_t b);
+                 std::uint32_t b, std::size_t row_length = 0);
 
-// rows: world rows of 2 × world counts, row r from rank r. Empty when every send matches
+// rows: world rows starting with 2 × world counts, row r from rank r. Empty when every send matches
 // the receive its peer posted; otherwise the first mismatch (lowest sender, then lowest
 // receiver), e.g. "rank 1 sends 8 bytes to rank 0, which expects 4 bytes from it".
-std::string find_size_disagreement(const std::vector<std::uint64_t>& rows, std::uint32_t world);
+std::string find_size_disagreement(const std::vector<std::uint64_t>& rows, std::uint32_t world,
+                                   std::size_t row_length = 0);
 
 }  // namespace gloo_detail
 }  // namespace rv
