@@ -1,12 +1,21 @@
 // The Gloo transport (DESIGN.md §5): CPU ranks over Gloo's TCP device, rendezvous through a
 // Gloo store, a full mesh of pairs. It moves bytes only; the fixed-order reducer folds on
-// the CPU, and `library_sum` is Gloo's own ring allreduce.
+// the CPU, and `library_sum` is Gloo's own ring allreduce (the new-style gloo::allreduce).
 //
-// What this backend guarantees on top of Gloo (the Debian Gloo has sharp edges, see
-// gloo_transport.cc): every wait has the connect-time deadline; sizes are agreed between
-// ranks before any payload is posted, so a disagreement is an InputError on every rank
-// instead of an abort inside Gloo's I/O thread; a dead or frozen peer becomes an error
-// naming that peer's rank; after any failure the transport is unusable and says why.
+// What this backend guarantees on top of the Debian Gloo (details in gloo_context_transport.cc
+// and peer_transfers.h):
+// - every wait has a deadline: the connect-time timeout, measured from each operation's start
+//   (a peer's header, i.e. its arrival at the operation, gets up to 1 s of grace);
+// - byte counts are agreed before a receive is posted for them, so a size mismatch between
+//   ranks is an InputError on every rank, never the abort Gloo's I/O thread does when a send
+//   is larger than the posted receive;
+// - a dead peer (closed connection) or a frozen one (silence) becomes an error naming that
+//   peer's rank: DeadlineExceeded for silence, RuntimeFailure for a lost connection;
+// - after any failure the transport is unusable and every later call says why, at once;
+// - only unbound buffers and new-style collectives are used (the bound-buffer algorithms
+//   shrink the sockets' send buffers and slow all later traffic about 100×);
+// - SIGPIPE is ignored once a transport connects (if the program left it at its default),
+//   so writing to a killed peer's socket is an error, not the death of this process.
 #pragma once
 
 #include <chrono>
