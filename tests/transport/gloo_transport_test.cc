@@ -376,6 +376,21 @@ TEST(GlooTransportRendezvous, FileStoreNamesTheMissingRankOnTime) {
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 3.0);
 }
 
+TEST(GlooTransportRendezvous, AReusedStoreDirectoryIsRefused) {
+  ScratchDir dir;
+  GlooConnectOptions options;
+  options.store_dir = dir.path();
+  options.timeout = 1000ms;
+  connect_gloo(options);  // a world of one, leaving its keys behind
+  try {
+    connect_gloo(options);
+    FAIL() << "connected over a stale store";
+  } catch (const RuntimeFailure& e) {
+    EXPECT_NE(std::string(e.what()).find("stale or reused job directory"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(GlooTransportRendezvous, BadOptionsAreRefused) {
   GlooConnectOptions options;
   options.store_dir = "/nonexistent/reduce-verify-store";
