@@ -64,7 +64,7 @@ ExchangePlan distribute_from_owners(float* arena, const std::vector<Shard>& plan
 FixedOrderOptions FixedOrderOptions::for_device(const FoldDevice& device) {
   FixedOrderOptions options;
   if (std::strcmp(device.name(), host_fold_device().name()) == 0) {
-    options.piece_bytes = std::size_t{2} << 20;
+    options.piece_table_bytes = std::size_t{8} << 20;
   }
   return options;
 }
@@ -125,9 +125,11 @@ void FixedOrderReducer::all_reduce(float* arena, std::size_t n, Op op) {
   const Shard mine = plan[me];
   // Shard 0 is the largest, so every rank computes the same number of pieces.
   const std::size_t shard_bytes = plan[0].count * kFloat;
-  const std::size_t pieces = options_.piece_bytes == 0 || shard_bytes <= options_.piece_bytes
-                                 ? 1
-                                 : (shard_bytes + options_.piece_bytes - 1) / options_.piece_bytes;
+  const std::size_t table_bytes = shard_bytes * world;
+  const std::size_t pieces =
+      options_.piece_table_bytes == 0 || table_bytes <= options_.piece_table_bytes
+          ? 1
+          : (table_bytes + options_.piece_table_bytes - 1) / options_.piece_table_bytes;
   const std::size_t slot_floats = (mine.count + pieces - 1) / pieces;
   // A GPU fold takes its 16-byte vector path only when every slot and the output start at
   // one 16-byte phase: the stride is padded to whole 16-byte units, and each piece's table

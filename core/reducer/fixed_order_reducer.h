@@ -16,15 +16,15 @@
 namespace rv {
 
 struct FixedOrderOptions {
-  // The owners receive and fold their shards in pieces of at most this many bytes per slot,
-  // one piece after the other, so each fold reads copies the socket has just written, still
-  // in cache (on a 2-core box: 16 MiB at W = 4 in ~31 ms instead of ~40 ms). 0 = the whole
-  // shard at once. The fold is elementwise, so the pieces change no bit.
-  std::size_t piece_bytes = 0;
+  // The owners receive and fold their shards in pieces, one piece after the other, each
+  // piece's stacked table (W slots) at most this many bytes, so each fold reads copies the
+  // socket has just written, still in cache. 0 = the whole shard at once. The fold is
+  // elementwise, so the pieces change no bit.
+  std::size_t piece_table_bytes = 0;
 
-  // 2 MiB per slot for the host fold (the best of 1, 2, 4 and 8 MiB measured at W = 2 and
-  // 4, 16 and 64 MiB); whole shards elsewhere (a GPU fold has no such cache effect and its
-  // transport wants large messages).
+  // 8 MiB tables for the host fold (2 MiB per slot at W = 4: the best of 1, 2, 4 and 8 MiB
+  // measured at W = 2 and 4, 16 and 64 MiB on this project's 2-core boxes); whole shards
+  // elsewhere (a GPU fold has no such cache effect and its transport wants large messages).
   static FixedOrderOptions for_device(const FoldDevice& device);
 };
 

@@ -80,7 +80,8 @@ TEST_P(FixedOrderOverGloo, FoldingInPiecesChangesNoBit) {
     }
   }
   FixedOrderOptions options;
-  options.piece_bytes = sizeof(float) * std::max<std::size_t>(1, wc.count / wc.world / 5);
+  options.piece_table_bytes =
+      wc.world * sizeof(float) * std::max<std::size_t>(1, wc.count / wc.world / 5);
   const auto verdicts = reduce_and_compare(wc.world, cases, host_for_every_rank, options);
   for (std::size_t c = 0; c < cases.size(); ++c) {
     for (std::uint32_t r = 0; r < wc.world; ++r) {
