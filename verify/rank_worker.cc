@@ -257,7 +257,7 @@ int run_as_rank(const RunOptions& options, const LaunchRank& launch) {
     mine.worlds = {launch.world};
     cases = plan_cases(mine);
   }
-  const std::string transport = resolve_transport(options.transport);
+  const std::string transport = resolve_transport(options.transport, /*under_launcher=*/true);
   RankSession s{options, launch,
                 JobDirectory::open(root, job_id, launch.rank, launch.world, options.timeout()),
                 {}, nullptr};

@@ -98,7 +98,12 @@ nlohmann::json build_report(const RunOptions& options, const std::vector<WorldRe
     fingerprint["transport library"] = w.transport_library;
     fingerprint["device"] = w.device;
     for (const CaseResult& r : w.results) results.push_back(to_json(r));
-    if (!w.inputs_line.empty()) results.back()["inputs"] = w.inputs_line;
+    if (!w.inputs_line.empty()) {
+      // An --inputs result is named by its inputs (the label `digest --inputs` prints), so
+      // `compare` lines up two boxes' runs over the same files.
+      results.back()["case"] = w.inputs_line.substr(w.inputs_line.find("  ") + 2);
+      results.back()["inputs"] = w.inputs_line;
+    }
   }
   for (const CaseResult& r : skipped) results.push_back(to_json(r));
   nlohmann::json failure_list = nlohmann::json::array();

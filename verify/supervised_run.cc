@@ -84,7 +84,7 @@ std::vector<CaseId> ids_of(const std::vector<PlannedCase>& cases) {
 }  // namespace
 
 int run_supervised(const RunOptions& options, const std::vector<std::string>& args) {
-  const std::string transport = resolve_transport(options.transport);
+  const std::string transport = resolve_transport(options.transport, /*under_launcher=*/false);
   if (transport == "cuda-loopback") return run_cuda_loopback(options);
 
   std::vector<PlannedCase> cases;
@@ -95,8 +95,7 @@ int run_supervised(const RunOptions& options, const std::vector<std::string>& ar
     check_raw_inputs(options.inputs);  // bad files are named here, before any rank starts
     input_world = static_cast<std::uint32_t>(options.inputs.size());
   }
-  const std::uint32_t max_world =
-      options.max_world.value_or(transport == "gloo" ? 8u : kMaxWorld);
+  const std::uint32_t max_world = options.max_world.value_or(default_max_world(transport));
 
   std::optional<TemporaryDirectory> temporary;
   std::string root = options.rendezvous;

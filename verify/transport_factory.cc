@@ -1,5 +1,8 @@
 #include "verify/transport_factory.h"
 
+#include <algorithm>
+
+#include "core/case_id.h"
 #include "core/error.h"
 
 #if defined(RV_HAVE_GLOO)
@@ -41,14 +44,20 @@ std::string available_transports() {
   return list.empty() ? "none" : list;
 }
 
-std::string resolve_transport(const std::string& requested) {
+std::string resolve_transport(const std::string& requested, bool under_launcher) {
   if (requested == "auto") {
     const int gpus = gpu_count();
-    if (gpus >= 2) return "nccl";
+    if (gpus >= 2 || (gpus == 1 && under_launcher)) return "nccl";
     if (gpus == 1) return "cuda-loopback";
     return "gloo";
   }
   return requested;
+}
+
+std::uint32_t default_max_world(const std::string& transport) {
+  if (transport == "gloo") return 8;
+  if (transport == "nccl") return static_cast<std::uint32_t>(std::max(1, gpu_count()));
+  return kMaxWorld;
 }
 
 RankTransport connect_rank_transport(const std::string& transport, const JobDirectory& job,

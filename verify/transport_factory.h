@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -13,9 +14,13 @@
 
 namespace rv {
 
-// "auto" becomes nccl (two or more GPUs), cuda-loopback (one GPU) or gloo (no GPU); a
-// transport this build lacks is an InputError that says so.
-std::string resolve_transport(const std::string& requested);
+// "auto" becomes nccl (two or more GPUs), cuda-loopback (one GPU) or gloo (no GPU). A rank
+// under an external launcher has no loopback world to join: there auto is nccl on any GPU.
+std::string resolve_transport(const std::string& requested, bool under_launcher);
+
+// The largest world a self-spawned run starts on this transport by default: 8 processes on
+// gloo, one rank per GPU on nccl, any W on cuda-loopback (one process).
+std::uint32_t default_max_world(const std::string& transport);
 
 // The transports this build has, e.g. "gloo, cuda-loopback, nccl".
 std::string available_transports();
