@@ -13,6 +13,7 @@
 #include "core/launch/supervisor.h"
 #include "verify/exit_codes.h"
 #include "verify/file_io.h"
+#include "verify/progress.h"
 #include "verify/rank_worker.h"
 #include "verify/raw_inputs.h"
 #include "verify/run_report.h"
@@ -128,6 +129,7 @@ int run_supervised(const RunOptions& options, const std::vector<std::string>& ar
   std::vector<WorldResults> results;
   std::vector<WorldFailure> failures;
   const std::string program = self_executable();
+  Progress progress("run: worlds", worlds.size());
   for (const auto& [w, of_world] : worlds) {
     // A job id no earlier run used, so a stale directory can never be joined.
     const std::string job_id = fresh_job_id() + "-w" + std::to_string(w);
@@ -139,6 +141,7 @@ int run_supervised(const RunOptions& options, const std::vector<std::string>& ar
                 {"REDUCE_VERIFY_JOB_ID", job_id},
                 {"REDUCE_VERIFY_SUPERVISED", "1"}};
     const WorldOutcome outcome = run_rank_processes(spec);
+    progress.advance();
     const std::string world_file = root + "/" + job_id + "/" + kWorldResultsFile;
     if (!outcome.ok()) {
       WorldFailure failure;
