@@ -32,7 +32,8 @@ std::string self_executable() {
 class TemporaryDirectory {
  public:
   TemporaryDirectory() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "reduce-verify-XXXXXX").string();
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "reduce-verify-XXXXXX").string();
     if (::mkdtemp(pattern.data()) == nullptr) {
       throw RuntimeFailure("cannot create a rendezvous directory under /tmp");
     }
@@ -129,43 +130,45 @@ int run_supervised(const RunOptions& options, const std::vector<std::string>& ar
   std::vector<WorldResults> results;
   std::vector<WorldFailure> failures;
   const std::string program = self_executable();
-  Progress progress("run: worlds", worlds.size());
-  for (const auto& [w, of_world] : worlds) {
-    // A job id no earlier run used, so a stale directory can never be joined.
-    const std::string job_id = fresh_job_id() + "-w" + std::to_string(w);
-    RankProcessSpec spec;
-    spec.argv.push_back(program);
-    for (const std::string& a : rank_arguments(args, w, transport)) spec.argv.push_back(a);
-    spec.world = w;
-    spec.env = {{"REDUCE_VERIFY_RENDEZVOUS", root},
-                {"REDUCE_VERIFY_JOB_ID", job_id},
-                {"REDUCE_VERIFY_SUPERVISED", "1"}};
-    const WorldOutcome outcome = run_rank_processes(spec);
-    progress.advance();
-    const std::string world_file = root + "/" + job_id + "/" + kWorldResultsFile;
-    if (!outcome.ok()) {
-      WorldFailure failure;
-      failure.world = w;
-      failure.what = outcome.describe();
-      // A rank that refused its input (exit 2) makes the run a bad-input run; anything else
-      // (a death, a deadline, a signal) is a runtime failure.
-      const bool bad_input = outcome.first_failure && outcome.first_failure->exited &&
-                             outcome.first_failure->code == kExitBadInput;
-      failure.exit_code = bad_input ? kExitBadInput : kExitRuntimeFailure;
-      failure.cases = ids_of(of_world);
-      failures.push_back(failure);
-      continue;
-    }
-    try {
-      const std::string text = read_file_bytes(world_file, std::uint64_t{1} << 30);
-      results.push_back(world_results_from_json(nlohmann::json::parse(text)));
-    } catch (const std::exception& error) {
-      failures.push_back({w, std::string("rank 0 left no readable results: ") + error.what(),
-                          kExitRuntimeFailure, ids_of(of_world)});
-    }
-    if (!temporary) {
-      std::error_code ignored;
-      std::filesystem::remove_all(root + "/" + job_id, ignored);
+  {
+    Progress progress("run: worlds", worlds.size());  // cleared before the results print
+    for (const auto& [w, of_world] : worlds) {
+      // A job id no earlier run used, so a stale directory can never be joined.
+      const std::string job_id = fresh_job_id() + "-w" + std::to_string(w);
+      RankProcessSpec spec;
+      spec.argv.push_back(program);
+      for (const std::string& a : rank_arguments(args, w, transport)) spec.argv.push_back(a);
+      spec.world = w;
+      spec.env = {{"REDUCE_VERIFY_RENDEZVOUS", root},
+                  {"REDUCE_VERIFY_JOB_ID", job_id},
+                  {"REDUCE_VERIFY_SUPERVISED", "1"}};
+      const WorldOutcome outcome = run_rank_processes(spec);
+      progress.advance();
+      const std::string world_file = root + "/" + job_id + "/" + kWorldResultsFile;
+      if (!outcome.ok()) {
+        WorldFailure failure;
+        failure.world = w;
+        failure.what = outcome.describe();
+        // A rank that refused its input (exit 2) makes the run a bad-input run; anything else
+        // (a death, a deadline, a signal) is a runtime failure.
+        const bool bad_input = outcome.first_failure && outcome.first_failure->exited &&
+                               outcome.first_failure->code == kExitBadInput;
+        failure.exit_code = bad_input ? kExitBadInput : kExitRuntimeFailure;
+        failure.cases = ids_of(of_world);
+        failures.push_back(failure);
+        continue;
+      }
+      try {
+        const std::string text = read_file_bytes(world_file, std::uint64_t{1} << 30);
+        results.push_back(world_results_from_json(nlohmann::json::parse(text)));
+      } catch (const std::exception& error) {
+        failures.push_back({w, std::string("rank 0 left no readable results: ") + error.what(),
+                            kExitRuntimeFailure, ids_of(of_world)});
+      }
+      if (!temporary) {
+        std::error_code ignored;
+        std::filesystem::remove_all(root + "/" + job_id, ignored);
+      }
     }
   }
   return finish_run(options, results, skipped, failures);
