@@ -18,9 +18,9 @@ bool is_known_generator(std::uint32_t gen);
 
 std::string_view to_string(Distribution dist);
 std::optional<Distribution> parse_distribution(std::string_view text);
-inline constexpr Distribution kAllDistributions[] = {
-    Distribution::kNormal, Distribution::kWide, Distribution::kCancel, Distribution::kExact,
-    Distribution::kSpecial};
+inline constexpr Distribution kAllDistributions[] = {Distribution::kNormal, Distribution::kWide,
+                                                     Distribution::kCancel, Distribution::kExact,
+                                                     Distribution::kSpecial};
 
 struct ArenaSpec {
   std::uint32_t gen = kLatestGenerator;

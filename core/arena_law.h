@@ -50,10 +50,9 @@ RV_HD float normal(const ArenaKeys& k, std::uint64_t i) {
   const std::uint64_t h = mix_in(k.rank_key, i);
   const std::uint64_t h2 = mix64(h ^ 0xD6E8FEB86659FD93ull);
   // Irwin–Hall of four 21-bit uniforms: bell-shaped, |k| < 2^22, so exact in binary32.
-  const std::int64_t sum = static_cast<std::int64_t>(h & 0x1FFFFF) +
-                           static_cast<std::int64_t>((h >> 21) & 0x1FFFFF) +
-                           static_cast<std::int64_t>((h >> 42) & 0x1FFFFF) +
-                           static_cast<std::int64_t>(h2 & 0x1FFFFF);
+  const std::int64_t sum =
+      static_cast<std::int64_t>(h & 0x1FFFFF) + static_cast<std::int64_t>((h >> 21) & 0x1FFFFF) +
+      static_cast<std::int64_t>((h >> 42) & 0x1FFFFF) + static_cast<std::int64_t>(h2 & 0x1FFFFF);
   const std::int64_t centred = sum - 2 * 0x1FFFFF;
   // The block scale is shared by all ranks (one "layer"); a small per-element shift mixes
   // magnitudes within it so the sums round differently in every association.
@@ -99,9 +98,9 @@ RV_HD float special(const ArenaKeys& k, std::uint64_t i) {
   const auto payload = static_cast<std::uint32_t>((h >> 8) & 0x3FFFFFu);
   const auto mantissa = static_cast<std::uint32_t>((h >> 8) & 0x7FFFFFu);
   const auto kind = static_cast<std::uint32_t>(h & 63u);
-  if (kind < 4) return float_from_bits(kind < 2 ? 0u : 0x80000000u);  // +0, −0
+  if (kind < 4) return float_from_bits(kind < 2 ? 0u : 0x80000000u);                   // +0, −0
   if (kind < 6) return float_from_bits((kind == 4 ? 0u : 0x80000000u) | 0x7F800000u);  // ±inf
-  if (kind == 6) return float_from_bits(sign | 0x7FC00000u | payload);  // quiet NaN
+  if (kind == 6) return float_from_bits(sign | 0x7FC00000u | payload);                 // quiet NaN
   if (kind == 7) return float_from_bits(sign | 0x7F800000u | (payload ? payload : 1u));  // sNaN
   if (kind < 24) return float_from_bits(sign | (mantissa ? mantissa : 1u));  // subnormal
   if (kind < 32) {  // tiny normals: their differences land in the subnormal range

@@ -46,19 +46,19 @@ std::string quoted(std::string_view text) {
 std::uint64_t parse_decimal(std::string_view key, std::string_view value, std::uint64_t max) {
   if (value.empty()) throw InputError("case id: field '" + std::string(key) + "' is empty");
   if (value.size() > 1 && value[0] == '0') {
-    throw InputError("case id: field '" + std::string(key) + "' has a leading zero: " +
-                     quoted(value));
+    throw InputError("case id: field '" + std::string(key) +
+                     "' has a leading zero: " + quoted(value));
   }
   std::uint64_t result = 0;
   for (char c : value) {
     if (c < '0' || c > '9') {
-      throw InputError("case id: field '" + std::string(key) + "' is not a decimal number: " +
-                       quoted(value));
+      throw InputError("case id: field '" + std::string(key) +
+                       "' is not a decimal number: " + quoted(value));
     }
     const auto digit = static_cast<std::uint64_t>(c - '0');
     if (result > (std::numeric_limits<std::uint64_t>::max() - digit) / 10) {
-      throw InputError("case id: field '" + std::string(key) + "' overflows 64 bits: " +
-                       quoted(value));
+      throw InputError("case id: field '" + std::string(key) +
+                       "' overflows 64 bits: " + quoted(value));
     }
     result = result * 10 + digit;
   }
@@ -85,9 +85,9 @@ void validate_case_id(const CaseId& id) {
                      " elements is above the maximum " + std::to_string(kMaxTotalElements));
   }
   if (!is_known_generator(id.gen)) {
-    throw InputError("case id: gen = " + std::to_string(id.gen) +
-                     " is not a generator this build knows (latest: " +
-                     std::to_string(kLatestGenerator) + ")");
+    throw InputError(
+        "case id: gen = " + std::to_string(id.gen) +
+        " is not a generator this build knows (latest: " + std::to_string(kLatestGenerator) + ")");
   }
 }
 

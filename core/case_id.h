@@ -14,7 +14,7 @@ namespace rv {
 
 // Limits that keep every case computable on an ordinary machine: a case id asking for more
 // is bad input, refused before anything is allocated.
-inline constexpr std::uint32_t kMaxWorld = 4096;                 // exact sums need W ≤ 4096
+inline constexpr std::uint32_t kMaxWorld = 4096;                    // exact sums need W ≤ 4096
 inline constexpr std::uint64_t kMaxCount = std::uint64_t{1} << 30;  // elements per rank
 inline constexpr std::uint64_t kMaxTotalElements = std::uint64_t{1} << 30;  // W × N
 

@@ -59,8 +59,7 @@ EmulatedWorld::EmulatedWorld(std::uint32_t world) : world_(world) {
 
 void EmulatedWorld::all_reduce(std::vector<std::vector<float>>& arenas, Op op,
                                const DeliveryOrders& delivery) const {
-  RV_ENFORCE_EQ(InputError, arenas.size(), static_cast<std::size_t>(world_),
-                "one arena per rank");
+  RV_ENFORCE_EQ(InputError, arenas.size(), static_cast<std::size_t>(world_), "one arena per rank");
   const std::size_t n = arenas[0].size();
   for (std::uint32_t r = 0; r < world_; ++r) {
     RV_ENFORCE_EQ(InputError, arenas[r].size(), n, "arena length of rank", r,

@@ -51,11 +51,11 @@ std::string concat(const Parts&... parts) {
 }
 
 template <typename E, typename A, typename B, typename... Parts>
-[[noreturn]] void enforce_failed(const char* file, int line, const char* expr_a,
-                                 const char* op, const char* expr_b, const A& a, const B& b,
+[[noreturn]] void enforce_failed(const char* file, int line, const char* expr_a, const char* op,
+                                 const char* expr_b, const A& a, const B& b,
                                  const Parts&... parts) {
-  throw E(concat(parts..., (sizeof...(parts) ? " " : ""), "(", expr_a, " ", op, " ", expr_b,
-                 ": ", a, " vs ", b, ") [", file, ":", line, "]"));
+  throw E(concat(parts..., (sizeof...(parts) ? " " : ""), "(", expr_a, " ", op, " ", expr_b, ": ",
+                 a, " vs ", b, ") [", file, ":", line, "]"));
 }
 
 }  // namespace detail
@@ -65,14 +65,14 @@ template <typename E, typename A, typename B, typename... Parts>
 // Enforce-style checks in the manner of GLOO_ENFORCE_EQ: on failure they throw `E` with a
 // message that carries both values and the source position, e.g.
 //   "arena lengths differ (a.size() == b.size(): 4000 vs 4096) [core/x.cc:12]".
-#define RV_ENFORCE_CMP(E, a, op, b, ...)                                                     \
-  do {                                                                                       \
-    const auto& rv_enforce_a_ = (a);                                                         \
-    const auto& rv_enforce_b_ = (b);                                                         \
-    if (!(rv_enforce_a_ op rv_enforce_b_)) {                                                 \
-      ::rv::detail::enforce_failed<E>(__FILE__, __LINE__, #a, #op, #b, rv_enforce_a_,        \
-                                      rv_enforce_b_, ##__VA_ARGS__);                         \
-    }                                                                                        \
+#define RV_ENFORCE_CMP(E, a, op, b, ...)                                              \
+  do {                                                                                \
+    const auto& rv_enforce_a_ = (a);                                                  \
+    const auto& rv_enforce_b_ = (b);                                                  \
+    if (!(rv_enforce_a_ op rv_enforce_b_)) {                                          \
+      ::rv::detail::enforce_failed<E>(__FILE__, __LINE__, #a, #op, #b, rv_enforce_a_, \
+                                      rv_enforce_b_, ##__VA_ARGS__);                  \
+    }                                                                                 \
   } while (false)
 
 #define RV_ENFORCE_EQ(E, a, b, ...) RV_ENFORCE_CMP(E, a, ==, b, ##__VA_ARGS__)

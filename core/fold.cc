@@ -65,10 +65,10 @@ void fold_ascending(const float* const* addends, std::uint32_t world, std::size_
   fold_blocks([addends](std::uint32_t r) { return addends[r]; }, world, n, op, out);
 }
 
-void fold_stacked(const float* stacked, std::uint32_t world, std::size_t slot_stride,
-                  std::size_t n, Op op, float* out) {
-  fold_blocks([stacked, slot_stride](std::uint32_t r) { return stacked + r * slot_stride; },
-              world, n, op, out);
+void fold_stacked(const float* stacked, std::uint32_t world, std::size_t slot_stride, std::size_t n,
+                  Op op, float* out) {
+  fold_blocks([stacked, slot_stride](std::uint32_t r) { return stacked + r * slot_stride; }, world,
+              n, op, out);
 }
 
 void finish_library_sum(float* values, std::size_t n, std::uint32_t world, Op op) {

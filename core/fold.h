@@ -19,8 +19,8 @@ void fold_ascending(const float* const* addends, std::uint32_t world, std::size_
 
 // The stacked layout of the live reducers: slot r (the copy that came from rank r) starts at
 // stacked + r * slot_stride. Same bits as fold_ascending over the slots.
-void fold_stacked(const float* stacked, std::uint32_t world, std::size_t slot_stride,
-                  std::size_t n, Op op, float* out);
+void fold_stacked(const float* stacked, std::uint32_t world, std::size_t slot_stride, std::size_t n,
+                  Op op, float* out);
 
 // The library-sum contract's finishing step, applied by us to the library's sum: the mean
 // scale (when op is mean) and the NaN rule, in place.

@@ -40,9 +40,8 @@ void enforce_ieee_fp_environment() {
   const FpEnvironment env = read_fp_environment();
   if (env.ieee()) return;
   throw RuntimeFailure(std::string("the process's floating-point state breaks the contract: ") +
-                       "FTZ=" + (env.flush_to_zero ? "on" : "off") +
-                       " DAZ=" + (env.denormals_are_zero ? "on" : "off") +
-                       " rounding=" + env.rounding +
+                       "FTZ=" + (env.flush_to_zero ? "on" : "off") + " DAZ=" +
+                       (env.denormals_are_zero ? "on" : "off") + " rounding=" + env.rounding +
                        " (needed: FTZ off, DAZ off, nearest-even; was something built with "
                        "-ffast-math loaded?)");
 }

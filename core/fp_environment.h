@@ -8,9 +8,9 @@
 namespace rv {
 
 struct FpEnvironment {
-  bool flush_to_zero = false;     // MXCSR.FTZ: subnormal results become zero
+  bool flush_to_zero = false;       // MXCSR.FTZ: subnormal results become zero
   bool denormals_are_zero = false;  // MXCSR.DAZ: subnormal inputs read as zero
-  std::string rounding;           // "nearest-even", "toward-zero", "upward", "downward"
+  std::string rounding;             // "nearest-even", "toward-zero", "upward", "downward"
   bool ieee() const { return !flush_to_zero && !denormals_are_zero && rounding == "nearest-even"; }
 };
 

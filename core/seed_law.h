@@ -29,11 +29,11 @@ RV_HD std::uint64_t mix_in(std::uint64_t key, std::uint64_t coordinate) {
 // Domains separate the streams: a change to one never moves another. Numbers are part of
 // the generator law and never reused.
 enum class SeedDomain : std::uint64_t {
-  kArenaValues = 1,     // per-rank addends of a seeded arena (keyed on rank: they differ)
-  kArenaShared = 2,     // per-element structure every rank shares (block scale, cancel base)
-  kDeliveryOrder = 3,   // shuffled delivery orders of EmulatedWorld and loopback worlds
-  kDataOrder = 4,       // a trainer's global sample order (never keyed on rank)
-  kParameterInit = 5,   // a trainer's parameter initialisation (never keyed on rank)
+  kArenaValues = 1,    // per-rank addends of a seeded arena (keyed on rank: they differ)
+  kArenaShared = 2,    // per-element structure every rank shares (block scale, cancel base)
+  kDeliveryOrder = 3,  // shuffled delivery orders of EmulatedWorld and loopback worlds
+  kDataOrder = 4,      // a trainer's global sample order (never keyed on rank)
+  kParameterInit = 5,  // a trainer's parameter initialisation (never keyed on rank)
 };
 
 class SeedLaw {

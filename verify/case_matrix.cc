@@ -18,8 +18,9 @@ void add_case_matrix_options(CLI::App& app, CaseMatrix& matrix) {
   group->add_option("-n,--count", matrix.counts, "elements per rank N, e.g. 0,1,1000003")
       ->delimiter(',')
       ->check(CLI::Range(std::uint64_t{0}, kMaxCount));
-  group->add_option("--dist", matrix.dists,
-                    "distributions: normal, wide, cancel, exact, special or all (default: all)")
+  group
+      ->add_option("--dist", matrix.dists,
+                   "distributions: normal, wide, cancel, exact, special or all (default: all)")
       ->delimiter(',')
       ->check(CLI::IsMember({"all", "normal", "wide", "cancel", "exact", "special"}));
   group->add_option("--seed", matrix.seeds, "seeds (default: 1)")->delimiter(',');
@@ -150,8 +151,8 @@ std::vector<CaseId> expand_case_matrix(const CaseMatrix& matrix) {
 }
 
 std::string format_case_matrix(const CaseMatrix& matrix) {
-  return "w=" + join(matrix.worlds) + ";n=" + join(matrix.counts) + ";dist=" +
-         join(matrix.dists) + ";seed=" + join(matrix.seeds) + ";op=" + join(matrix.ops) +
+  return "w=" + join(matrix.worlds) + ";n=" + join(matrix.counts) + ";dist=" + join(matrix.dists) +
+         ";seed=" + join(matrix.seeds) + ";op=" + join(matrix.ops) +
          ";gen=" + std::to_string(matrix.gen);
 }
 

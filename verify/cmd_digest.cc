@@ -86,8 +86,9 @@ int run_digest(const DigestOptions& options) {
   const bool by_matrix = !options.matrix.worlds.empty() || !options.matrix.counts.empty();
   const bool by_inputs = !options.inputs.empty();
   if (by_case + by_matrix + by_inputs != 1) {
-    throw InputError("digest: give exactly one of --case ID, case options (--world, --count, …) "
-                     "or --inputs FILE...");
+    throw InputError(
+        "digest: give exactly one of --case ID, case options (--world, --count, …) "
+        "or --inputs FILE...");
   }
   if (by_inputs) {
     digest_inputs(options);
@@ -116,8 +117,9 @@ void setup_digest(CLI::App& app, int& exit_code) {
       "Print the fixed-order digest of a case (--case ID or case options; prints a golden "
       "line) or of raw per-rank files (--inputs r0.f32 r1.f32 ...). The first token of the "
       "line is the digest.");
-  cmd->add_option("--case", options->case_ids,
-                  "a case id, e.g. contract=fixed-order,op=mean,w=4,n=1000003,dist=wide,seed=7,gen=1");
+  cmd->add_option(
+      "--case", options->case_ids,
+      "a case id, e.g. contract=fixed-order,op=mean,w=4,n=1000003,dist=wide,seed=7,gen=1");
   add_case_matrix_options(*cmd, options->matrix);
   cmd->add_option("--inputs", options->inputs,
                   "raw little-endian binary32 files, file r = rank r, all the same length");

@@ -63,7 +63,8 @@ int run_golden(const GoldenOptions& options) {
     text << "# matrix: " << format_case_matrix(matrix) << "\n";
   }
   text << "# regenerate: reduce-verify golden --orders " << options.orders;
-  for (const CaseMatrix& matrix : matrices) text << " --matrix '" << format_case_matrix(matrix) << "'";
+  for (const CaseMatrix& matrix : matrices)
+    text << " --matrix '" << format_case_matrix(matrix) << "'";
   text << " -o FILE\n";
   for (std::size_t i = 0; i < cases.size(); ++i) {
     text << format_golden_line(digests[i], cases[i]) << "\n";

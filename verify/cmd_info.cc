@@ -12,9 +12,10 @@
 namespace rv {
 
 void setup_info(CLI::App& app, int& exit_code) {
-  CLI::App* cmd = app.add_subcommand(
-      "info", "Print this box's fingerprint: tool and commit, compiler and flags, CPU, "
-              "floating-point state, library versions.");
+  CLI::App* cmd =
+      app.add_subcommand("info",
+                         "Print this box's fingerprint: tool and commit, compiler and flags, CPU, "
+                         "floating-point state, library versions.");
   cmd->callback([&exit_code] {
     Fingerprint fingerprint = host_fingerprint();
 #if defined(RV_HAVE_RUN)

@@ -85,9 +85,8 @@ Digest digest_floats(const float* values, std::size_t count) {
 
 Digest digest_case(const CaseId& id) {
   DigestStream stream;
-  stream_reference_reduction(id, [&](const float* values, std::size_t count) {
-    stream.update_floats(values, count);
-  });
+  stream_reference_reduction(
+      id, [&](const float* values, std::size_t count) { stream.update_floats(values, count); });
   return stream.finish();
 }
 

@@ -78,8 +78,8 @@ Fingerprint host_fingerprint() {
   fp.add("cpu threads", std::to_string(std::thread::hardware_concurrency()));
   const FpEnvironment env = read_fp_environment();
   fp.add("fp state", std::string("FTZ ") + (env.flush_to_zero ? "on" : "off") + ", DAZ " +
-                         (env.denormals_are_zero ? "on" : "off") + ", rounding " +
-                         env.rounding + (env.ieee() ? " (ok)" : " (BREAKS THE CONTRACT)"));
+                         (env.denormals_are_zero ? "on" : "off") + ", rounding " + env.rounding +
+                         (env.ieee() ? " (ok)" : " (BREAKS THE CONTRACT)"));
   fp.add("xxhash", xxhash_version());
   return fp;
 }

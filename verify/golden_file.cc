@@ -1,6 +1,5 @@
 #include "verify/golden_file.h"
 
-
 #include "core/error.h"
 #include "verify/file_io.h"
 

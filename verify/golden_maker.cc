@@ -34,8 +34,7 @@ Digest make_golden_digest(const CaseId& id, std::uint32_t orders) {
         trial == 0 ? DeliveryOrders{} : shuffled_delivery_orders(id.world, id.seed, trial);
     world.all_reduce(arenas, id.op, delivery);
     for (std::uint32_t r = 0; r < id.world; ++r) {
-      if (std::memcmp(arenas[r].data(), reference.data(), reference.size() * sizeof(float)) ==
-          0) {
+      if (std::memcmp(arenas[r].data(), reference.data(), reference.size() * sizeof(float)) == 0) {
         continue;
       }
       std::size_t i = 0;

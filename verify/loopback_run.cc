@@ -71,7 +71,8 @@ int run_loopback_inputs(const RunOptions& options) {
   pseudo.world = world;
   pseudo.op = op;
   pseudo.count = arenas[0].size();
-  results.results.push_back(decide_verdict(pseudo, Contract::kFixedOrder, emulated, pointers(records)));
+  results.results.push_back(
+      decide_verdict(pseudo, Contract::kFixedOrder, emulated, pointers(records)));
   results.inputs_line = emulated.hex() + "  contract=fixed-order,op=" + std::string(to_string(op)) +
                         ",w=" + std::to_string(world) + ",n=" + std::to_string(pseudo.count) +
                         ",inputs=";
@@ -105,8 +106,8 @@ int run_cuda_loopback(const RunOptions& options) {
     for (const PlannedCase& c : cases) {
       for (Contract contract : options.contracts()) {
         if (contract == Contract::kLibrarySum) {
-          skipped.push_back(skipped_result(c.id, contract,
-                                           "cuda-loopback has no library sum (one process)"));
+          skipped.push_back(
+              skipped_result(c.id, contract, "cuda-loopback has no library sum (one process)"));
           continue;
         }
         const auto records = reduce_on_gpu(generate_case_arenas(c.id), format_case_id(c.id),

@@ -22,9 +22,12 @@ namespace rv {
 nlohmann::json to_json(const WorldResults& world) {
   nlohmann::json results = nlohmann::json::array();
   for (const CaseResult& r : world.results) results.push_back(to_json(r));
-  return {{"world", world.world},         {"transport", world.transport},
-          {"transport_library", world.transport_library}, {"device", world.device},
-          {"results", results},           {"inputs_line", world.inputs_line}};
+  return {{"world", world.world},
+          {"transport", world.transport},
+          {"transport_library", world.transport_library},
+          {"device", world.device},
+          {"results", results},
+          {"inputs_line", world.inputs_line}};
 }
 
 WorldResults world_results_from_json(const nlohmann::json& json) {
@@ -59,7 +62,8 @@ class DeviceArena {
 };
 
 // Compares a reduced arena with the reference fold of its case, element by element.
-void compare_with_reference(const CaseId& id, const std::vector<float>& reduced, RankRecord& record) {
+void compare_with_reference(const CaseId& id, const std::vector<float>& reduced,
+                            RankRecord& record) {
   std::uint64_t differing = 0;
   std::uint32_t max_ulp = 0;
   std::size_t offset = 0;
@@ -145,7 +149,9 @@ RankReport run_cases(RankSession& s, const std::vector<PlannedCase>& cases) {
   return report;
 }
 
-std::string rank_file(std::uint32_t rank) { return "results-rank-" + std::to_string(rank) + ".json"; }
+std::string rank_file(std::uint32_t rank) {
+  return "results-rank-" + std::to_string(rank) + ".json";
+}
 
 void write_json(const std::string& path, const nlohmann::json& json) {
   const std::string text = json.dump(1);
@@ -194,9 +200,8 @@ WorldResults decide_world(const RankSession& s, const std::vector<PlannedCase>& 
 RankReport run_inputs(RankSession& s, Op op, std::string& inputs_line, Digest& emulated) {
   const std::vector<std::string>& files = s.options.inputs;
   const std::uint64_t own_size = regular_file_size(files[s.launch.rank]);
-  agree_across_ranks(*s.link.transport,
-                     "inputs: " + std::to_string(files.size()) + " files, " +
-                         std::to_string(own_size) + " bytes each");
+  agree_across_ranks(*s.link.transport, "inputs: " + std::to_string(files.size()) + " files, " +
+                                            std::to_string(own_size) + " bytes each");
   const std::vector<float> arena = read_f32_file(files[s.launch.rank], kMaxTotalElements);
   DeviceArena buffer(*s.link.device, arena.size());
   RankReport report;
@@ -205,7 +210,8 @@ RankReport run_inputs(RankSession& s, Op op, std::string& inputs_line, Digest& e
   RankRecord record;
   record.case_id = "inputs";
   for (std::uint32_t k = 0; k < s.options.iters; ++k) {
-    const std::vector<float> reduced = reduce_once(s, arena, buffer.data(), Contract::kFixedOrder, op);
+    const std::vector<float> reduced =
+        reduce_once(s, arena, buffer.data(), Contract::kFixedOrder, op);
     record.iteration_digests.push_back(digest_floats(reduced.data(), reduced.size()));
   }
   report.records.push_back(record);
@@ -241,7 +247,7 @@ int run_as_rank(const RunOptions& options, const LaunchRank& launch) {
   }
   validate_job_id(job_id);
   if (!options.worlds.empty() && std::find(options.worlds.begin(), options.worlds.end(),
-                                            launch.world) == options.worlds.end()) {
+                                           launch.world) == options.worlds.end()) {
     throw InputError("the launcher started a world of " + std::to_string(launch.world) +
                      " ranks (" + launch.launcher + "), but --world asks for other sizes");
   }
@@ -258,9 +264,11 @@ int run_as_rank(const RunOptions& options, const LaunchRank& launch) {
     cases = plan_cases(mine);
   }
   const std::string transport = resolve_transport(options.transport, /*under_launcher=*/true);
-  RankSession s{options, launch,
+  RankSession s{options,
+                launch,
                 JobDirectory::open(root, job_id, launch.rank, launch.world, options.timeout()),
-                {}, nullptr};
+                {},
+                nullptr};
   s.link = connect_rank_transport(transport, s.job, launch, options.timeout(), options.hostname);
   s.reducer = std::make_unique<FixedOrderReducer>(*s.link.transport, *s.link.device);
   agree_across_ranks(*s.link.transport,
@@ -270,8 +278,8 @@ int run_as_rank(const RunOptions& options, const LaunchRank& launch) {
   std::string inputs_line;
   Digest emulated;
   const Op inputs_op = parse_op(options.op).value_or(Op::kSum);
-  const RankReport mine = inputs_mode ? run_inputs(s, inputs_op, inputs_line, emulated)
-                                      : run_cases(s, cases);
+  const RankReport mine =
+      inputs_mode ? run_inputs(s, inputs_op, inputs_line, emulated) : run_cases(s, cases);
   write_json(s.job.file(rank_file(launch.rank)), to_json(mine));
   FileBarrier(s.job.file("results-barrier"), launch.rank, launch.world, options.timeout()).wait();
   if (launch.rank != 0) return kExitVerified;

@@ -18,8 +18,8 @@ namespace {
 void add_file(const GoldenFile& file, std::vector<PlannedCase>& cases) {
   if (!file.malformed.empty()) {
     const MalformedLine& bad = file.malformed.front();
-    throw InputError(file.path + ":" + std::to_string(bad.line) + ": improperly formatted: " +
-                     bad.reason);
+    throw InputError(file.path + ":" + std::to_string(bad.line) +
+                     ": improperly formatted: " + bad.reason);
   }
   for (const GoldenEntry& entry : file.entries) {
     if (entry.id.contract != Contract::kFixedOrder) {
@@ -47,8 +47,9 @@ std::vector<PlannedCase> plan_cases(const RunOptions& options) {
     for (const std::string& text : options.case_ids) {
       CaseId id = parse_case_id(text);
       if (id.contract != Contract::kFixedOrder) {
-        throw InputError("--case: give the fixed-order id of the data (contract=fixed-order); "
-                         "--contract chooses what runs");
+        throw InputError(
+            "--case: give the fixed-order id of the data (contract=fixed-order); "
+            "--contract chooses what runs");
       }
       bool found = false;
       for (const PlannedCase& c : all) {
@@ -78,7 +79,8 @@ std::vector<PlannedCase> plan_cases(const RunOptions& options) {
   }
   if (selected.empty()) {
     std::string worlds;
-    for (std::uint32_t w : options.worlds) worlds += (worlds.empty() ? "" : ",") + std::to_string(w);
+    for (std::uint32_t w : options.worlds)
+      worlds += (worlds.empty() ? "" : ",") + std::to_string(w);
     throw InputError(options.worlds.empty() ? std::string("no cases selected")
                                             : "no selected case has W in {" + worlds + "}");
   }

@@ -15,20 +15,20 @@
 namespace rv {
 
 struct RunOptions {
-  std::string transport = "auto";  // auto | gloo | nccl | cuda-loopback
-  std::string contract = "both";   // fixed-order | library-sum | both
-  std::vector<std::string> golden_files;  // empty: the embedded committed suite
-  std::vector<std::string> case_ids;      // --case: only these
-  std::vector<std::uint32_t> worlds;      // --world: only cases of these W
-  std::optional<std::uint32_t> max_world; // larger worlds are listed as skipped
+  std::string transport = "auto";          // auto | gloo | nccl | cuda-loopback
+  std::string contract = "both";           // fixed-order | library-sum | both
+  std::vector<std::string> golden_files;   // empty: the embedded committed suite
+  std::vector<std::string> case_ids;       // --case: only these
+  std::vector<std::uint32_t> worlds;       // --world: only cases of these W
+  std::optional<std::uint32_t> max_world;  // larger worlds are listed as skipped
   std::uint32_t iters = 1;
   double timeout_seconds = 60;
   std::string report_path;
   std::string junit_path;
-  std::vector<std::string> inputs;  // --inputs: raw per-rank files instead of cases
-  std::string op = "sum";           // with --inputs
-  std::string rendezvous;           // shared directory (or REDUCE_VERIFY_RENDEZVOUS)
-  std::string job_id;               // per-launch id (or REDUCE_VERIFY_JOB_ID, launcher ids)
+  std::vector<std::string> inputs;     // --inputs: raw per-rank files instead of cases
+  std::string op = "sum";              // with --inputs
+  std::string rendezvous;              // shared directory (or REDUCE_VERIFY_RENDEZVOUS)
+  std::string job_id;                  // per-launch id (or REDUCE_VERIFY_JOB_ID, launcher ids)
   std::string hostname = "127.0.0.1";  // the address Gloo binds
 
   std::chrono::milliseconds timeout() const {
@@ -38,8 +38,8 @@ struct RunOptions {
 };
 
 struct PlannedCase {
-  CaseId id;        // contract fixed-order: the data and its golden
-  Digest expected;  // the fixed-order golden digest
+  CaseId id;           // contract fixed-order: the data and its golden
+  Digest expected;     // the fixed-order golden digest
   std::string source;  // "golden/fixed-order.xxh128:12"
 };
 

@@ -23,11 +23,20 @@ std::string xml_escape(const std::string& text) {
   std::string out;
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -131,8 +140,10 @@ int finish_run(const RunOptions& options, const std::vector<WorldResults>& world
       } else {
         std::cout << result_line(r) << "\n";
       }
-      if (r.verdict == Verdict::kFailed) ++failed;
-      else ++passed;
+      if (r.verdict == Verdict::kFailed)
+        ++failed;
+      else
+        ++passed;
       if (r.verdict == Verdict::kDiffers) ++differs;
     }
   }
@@ -144,14 +155,16 @@ int finish_run(const RunOptions& options, const std::vector<WorldResults>& world
     exit_code = std::max(exit_code, f.exit_code);
   }
   if (differs) {
-    std::cout << differs << " library-sum results differ from fixed-order (reported, not failures)\n";
+    std::cout << differs
+              << " library-sum results differ from fixed-order (reported, not failures)\n";
   }
   std::cout << passed << " passed, " << failed << " failed";
   if (!skipped.empty()) std::cout << ", " << skipped.size() << " skipped";
   std::cout << "\n";
   std::cout.flush();
   if (!options.report_path.empty()) {
-    write_text(options.report_path, build_report(options, worlds, skipped, failures).dump(1) + "\n");
+    write_text(options.report_path,
+               build_report(options, worlds, skipped, failures).dump(1) + "\n");
   }
   if (!options.junit_path.empty()) write_text(options.junit_path, junit(worlds, skipped, failures));
   if (exit_code != kExitVerified) return exit_code;

@@ -124,8 +124,8 @@ CaseResult decide_verdict(const CaseId& data_case, Contract contract, const Dige
     result.verdict = Verdict::kOk;
     return result;
   }
-  const bool must_match = contract == Contract::kFixedOrder ||
-                          data_case.dist == Distribution::kExact || world <= 2;
+  const bool must_match =
+      contract == Contract::kFixedOrder || data_case.dist == Distribution::kExact || world <= 2;
   if (must_match) {
     result.verdict = Verdict::kFailed;
     result.detail = "digest " + digest.hex() + " differs from the golden " + expected.hex();
@@ -189,9 +189,8 @@ nlohmann::json to_json(const CaseResult& result) {
   nlohmann::json ranks = nlohmann::json::array();
   for (std::size_t r = 0; r < result.rank_digests.size(); ++r) {
     const bool agrees = result.expected && result.rank_digests[r] == *result.expected;
-    ranks.push_back({{"rank", r},
-                     {"digest", result.rank_digests[r].hex()},
-                     {"matches_golden", agrees}});
+    ranks.push_back(
+        {{"rank", r}, {"digest", result.rank_digests[r].hex()}, {"matches_golden", agrees}});
   }
   nlohmann::json json = {{"case", format_case_id(result.id)},
                          {"contract", std::string(to_string(result.id.contract))},

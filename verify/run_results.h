@@ -35,11 +35,11 @@ enum class Verdict { kOk, kFailed, kDiffers, kSkipped };
 std::string_view to_string(Verdict verdict);
 
 struct CaseResult {
-  CaseId id;                        // the contract field is the contract that ran
+  CaseId id;  // the contract field is the contract that ran
   Verdict verdict = Verdict::kSkipped;
-  std::string detail;               // why (failed, differs, skipped)
-  std::optional<Digest> expected;   // the fixed-order golden
-  std::vector<Digest> rank_digests; // per rank: the digest of its first iteration
+  std::string detail;                // why (failed, differs, skipped)
+  std::optional<Digest> expected;    // the fixed-order golden
+  std::vector<Digest> rank_digests;  // per rank: the digest of its first iteration
   std::uint32_t iterations = 0;
   std::optional<std::uint64_t> differing_elements;
   std::optional<std::uint32_t> max_ulp;

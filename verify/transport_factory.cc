@@ -102,7 +102,8 @@ RankTransport connect_rank_transport(const std::string& transport, const JobDire
     not_built(transport, "CUDA");
 #endif
   }
-  throw InputError("transport " + transport + " has no rank processes (cuda-loopback runs every "
+  throw InputError("transport " + transport +
+                   " has no rank processes (cuda-loopback runs every "
                    "rank in one process)");
 }
 

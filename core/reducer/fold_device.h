@@ -30,8 +30,12 @@ class FoldDevice {
   virtual void synchronize() = 0;
   // Host ↔ device copies for the tool's own bookkeeping (arenas in, results out). The host
   // device copies; a GPU device overrides both.
-  virtual void upload(void* dst, const void* host_src, std::size_t bytes) { copy(dst, host_src, bytes); }
-  virtual void download(void* host_dst, const void* src, std::size_t bytes) { copy(host_dst, src, bytes); }
+  virtual void upload(void* dst, const void* host_src, std::size_t bytes) {
+    copy(dst, host_src, bytes);
+  }
+  virtual void download(void* host_dst, const void* src, std::size_t bytes) {
+    copy(host_dst, src, bytes);
+  }
 };
 
 // The host: std::vector-like scratch, core/fold.h's fold.

@@ -75,9 +75,9 @@ std::string long_case(int world) {
 TEST(LiveRun, GatePassesOverSmallCasesOfEveryGateWorld) {
   ScratchDir dir;
   const std::string golden = small_golden(dir, {1, 2, 3, 4, 5, 8}, 4099);
-  const ProcessResult result = run_process(
-      run_args({"--golden", golden, "--iters", "2", "--report", dir.file("r.json"), "--junit",
-                dir.file("r.xml")}));
+  const ProcessResult result =
+      run_process(run_args({"--golden", golden, "--iters", "2", "--report", dir.file("r.json"),
+                            "--junit", dir.file("r.xml")}));
   ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
   EXPECT_NE(result.out.find(" passed, 0 failed"), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("contract=library-sum,op=sum,w=2,"), std::string::npos);
@@ -88,14 +88,15 @@ TEST(LiveRun, GatePassesOverSmallCasesOfEveryGateWorld) {
 
 TEST(LiveRun, TamperedGoldenFailsWithExitOne) {
   ScratchDir dir;
-  std::string line = ScratchDir::read(
-      one_line_golden(dir, "one.xxh128", "contract=fixed-order,op=mean,w=3,n=1000,dist=wide,seed=1,gen=1"));
+  std::string line = ScratchDir::read(one_line_golden(
+      dir, "one.xxh128", "contract=fixed-order,op=mean,w=3,n=1000,dist=wide,seed=1,gen=1"));
   line[0] = line[0] == '0' ? '1' : '0';
   const std::string tampered = dir.write("tampered.xxh128", line);
   const ProcessResult result = run_process(run_args({"--golden", tampered}));
   EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
-  EXPECT_NE(result.out.find("contract=fixed-order,op=mean,w=3,n=1000,dist=wide,seed=1,gen=1: FAILED"),
-            std::string::npos)
+  EXPECT_NE(
+      result.out.find("contract=fixed-order,op=mean,w=3,n=1000,dist=wide,seed=1,gen=1: FAILED"),
+      std::string::npos)
       << result.out;
 }
 
@@ -115,8 +116,8 @@ TEST(LiveRun, InputsMatchTheEmulationAndAnIndependentFold) {
       for (std::size_t i = 0; i < n; ++i) {
         state = state * 6364136223846793005ull + 1442695040888963407ull;
         const auto bits = static_cast<std::uint32_t>(state >> 32);
-        arenas[r][i] = (bits % 4 == 0) ? float_from_bits(specials[(bits >> 8) % 12])
-                                       : float_from_bits(bits);
+        arenas[r][i] =
+            (bits % 4 == 0) ? float_from_bits(specials[(bits >> 8) % 12]) : float_from_bits(bits);
       }
       files.push_back(dir.write("in" + std::to_string(r) + ".f32", arenas[r].data(), n * 4));
     }
@@ -223,8 +224,8 @@ TEST(LiveRunFaults, MissingRankIsNamed) {
   const auto start = Clock::now();
   for (int r = 0; r < 2; ++r) {  // rank 2 of 3 is never started
     ranks.push_back(std::make_unique<LiveProcess>(
-        run_args({"--case", long_case(3), "--timeout", "3", "--rendezvous", dir.path(),
-                  "--job-id", "missing-rank"}),
+        run_args({"--case", long_case(3), "--timeout", "3", "--rendezvous", dir.path(), "--job-id",
+                  "missing-rank"}),
         rank_env(r, 3), dir.file("rank" + std::to_string(r))));
   }
   for (int r = 0; r < 2; ++r) {
@@ -244,8 +245,8 @@ TEST(LiveRunFaults, ReusedJobIdIsRefused) {
     std::vector<std::unique_ptr<LiveProcess>> ranks;
     for (int r = 0; r < 2; ++r) {
       ranks.push_back(std::make_unique<LiveProcess>(
-          run_args({"--golden", golden, "--timeout", "3", "--rendezvous", dir.path(),
-                    "--job-id", "same-id"}),
+          run_args({"--golden", golden, "--timeout", "3", "--rendezvous", dir.path(), "--job-id",
+                    "same-id"}),
           rank_env(r, 2), dir.file(tag + std::to_string(r))));
     }
     for (auto& rank : ranks) EXPECT_TRUE(rank->wait(kAllowed));
@@ -290,10 +291,10 @@ TEST(LiveRunFaults, RanksWithDifferentArenaLengthsAreNamed) {
   std::vector<std::unique_ptr<LiveProcess>> ranks;
   for (int r = 0; r < 2; ++r) {
     // Each rank reads only its own file: rank 1 was handed the shorter one.
-    ranks.push_back(std::make_unique<LiveProcess>(
-        run_args({"--inputs", f0, r == 0 ? f1 : g1, "--timeout", "3", "--rendezvous", dir.path(),
-                  "--job-id", "lengths"}),
-        rank_env(r, 2), dir.file("rank" + std::to_string(r))));
+    ranks.push_back(
+        std::make_unique<LiveProcess>(run_args({"--inputs", f0, r == 0 ? f1 : g1, "--timeout", "3",
+                                                "--rendezvous", dir.path(), "--job-id", "lengths"}),
+                                      rank_env(r, 2), dir.file("rank" + std::to_string(r))));
   }
   for (int r = 0; r < 2; ++r) {
     ASSERT_TRUE(ranks[r]->wait(kAllowed));
@@ -320,8 +321,8 @@ TEST(LiveRunLaunchers, MpirunWithFourRanks) {
   ScratchDir dir;
   const std::string golden = small_golden(dir, {4}, 1000);
   const ProcessResult result = run_process(
-      {mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "4", tool(), "run",
-       "--transport", "gloo", "--golden", golden, "--rendezvous", dir.path(), "--timeout", "20"},
+      {mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "4", tool(), "run", "--transport",
+       "gloo", "--golden", golden, "--rendezvous", dir.path(), "--timeout", "20"},
       {{}, {"OMPI_MCA_plm=isolated", "OMPI_MCA_btl_vader_single_copy_mechanism=none"}, 120});
   ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
   EXPECT_NE(result.out.find(" passed, 0 failed"), std::string::npos) << result.out;
