@@ -27,17 +27,6 @@ struct DigestOptions {
   std::string dump;
 };
 
-// `<digest>  contract=fixed-order,op=sum,w=3,n=1000,inputs=a.f32;b.f32;c.f32`
-std::string inputs_label(const DigestOptions& options, Op op, std::size_t count) {
-  std::string label = "contract=fixed-order,op=" + std::string(to_string(op)) +
-                      ",w=" + std::to_string(options.inputs.size()) +
-                      ",n=" + std::to_string(count) + ",inputs=";
-  for (std::size_t r = 0; r < options.inputs.size(); ++r) {
-    label += (r ? ";" : "") + options.inputs[r];
-  }
-  return label;
-}
-
 void digest_inputs(const DigestOptions& options) {
   if (options.matrix.ops.size() != 1) throw InputError("digest --inputs: give one --op");
   const auto op = parse_op(options.matrix.ops[0]);
@@ -48,7 +37,7 @@ void digest_inputs(const DigestOptions& options) {
   if (!options.dump.empty()) {
     write_file_atomically(options.dump, reduced.data(), reduced.size() * sizeof(float));
   }
-  std::cout << digest.hex() << "  " << inputs_label(options, *op, reduced.size()) << "\n";
+  std::cout << digest.hex() << "  " << inputs_label(options.inputs, *op, reduced.size()) << "\n";
 }
 
 void digest_one_case(const CaseId& id, const std::string& dump) {

@@ -67,18 +67,10 @@ int run_loopback_inputs(const RunOptions& options) {
   EmulatedWorld(world).all_reduce(arenas, op);
   const Digest emulated = digest_floats(arenas[0].data(), arenas[0].size());
   WorldResults results = loopback_world_results(world);
-  CaseId pseudo;
-  pseudo.world = world;
-  pseudo.op = op;
-  pseudo.count = arenas[0].size();
-  results.results.push_back(
-      decide_verdict(pseudo, Contract::kFixedOrder, emulated, pointers(records)));
-  results.inputs_line = emulated.hex() + "  contract=fixed-order,op=" + std::string(to_string(op)) +
-                        ",w=" + std::to_string(world) + ",n=" + std::to_string(pseudo.count) +
-                        ",inputs=";
-  for (std::size_t r = 0; r < options.inputs.size(); ++r) {
-    results.inputs_line += (r ? ";" : "") + options.inputs[r];
-  }
+  const std::size_t n = arenas[0].size();
+  results.results.push_back(decide_verdict(inputs_case(options.inputs, op, n),
+                                           Contract::kFixedOrder, emulated, pointers(records)));
+  results.inputs_line = emulated.hex() + "  " + inputs_label(options.inputs, op, n);
   return finish_run(options, {results}, {});
 }
 

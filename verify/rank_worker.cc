@@ -196,8 +196,15 @@ WorldResults decide_world(const RankSession& s, const std::vector<PlannedCase>& 
   return world;
 }
 
+// What rank 0 of an --inputs world knows beyond the ranks' digests.
+struct InputsExpectation {
+  CaseId id;         // inputs_case: W, N, op
+  Digest emulated;   // EmulatedWorld's digest over all the files
+  std::string line;  // the line `digest --inputs` prints
+};
+
 // --inputs: rank r reduces file r; rank 0 also runs EmulatedWorld over all files.
-RankReport run_inputs(RankSession& s, Op op, std::string& inputs_line, Digest& emulated) {
+RankReport run_inputs(RankSession& s, Op op, InputsExpectation& expected) {
   const std::vector<std::string>& files = s.options.inputs;
   const std::uint64_t own_size = regular_file_size(files[s.launch.rank]);
   agree_across_ranks(*s.link.transport, "inputs: " + std::to_string(files.size()) + " files, " +
@@ -218,11 +225,9 @@ RankReport run_inputs(RankSession& s, Op op, std::string& inputs_line, Digest& e
   if (s.launch.rank == 0) {
     std::vector<std::vector<float>> arenas = read_raw_inputs(files);
     EmulatedWorld(s.launch.world).all_reduce(arenas, op);
-    emulated = digest_floats(arenas[0].data(), arenas[0].size());
-    inputs_line = emulated.hex() + "  contract=fixed-order,op=" + std::string(to_string(op)) +
-                  ",w=" + std::to_string(files.size()) + ",n=" + std::to_string(arena.size()) +
-                  ",inputs=";
-    for (std::size_t r = 0; r < files.size(); ++r) inputs_line += (r ? ";" : "") + files[r];
+    expected.id = inputs_case(files, op, arena.size());
+    expected.emulated = digest_floats(arenas[0].data(), arenas[0].size());
+    expected.line = expected.emulated.hex() + "  " + inputs_label(files, op, arena.size());
   }
   return report;
 }
@@ -275,11 +280,9 @@ int run_as_rank(const RunOptions& options, const LaunchRank& launch) {
                      inputs_mode ? "run --inputs: transport=" + transport + " op=" + options.op
                                  : describe_selection(options, transport, cases));
 
-  std::string inputs_line;
-  Digest emulated;
+  InputsExpectation expected;
   const Op inputs_op = parse_op(options.op).value_or(Op::kSum);
-  const RankReport mine =
-      inputs_mode ? run_inputs(s, inputs_op, inputs_line, emulated) : run_cases(s, cases);
+  const RankReport mine = inputs_mode ? run_inputs(s, inputs_op, expected) : run_cases(s, cases);
   write_json(s.job.file(rank_file(launch.rank)), to_json(mine));
   FileBarrier(s.job.file("results-barrier"), launch.rank, launch.world, options.timeout()).wait();
   if (launch.rank != 0) return kExitVerified;
@@ -287,17 +290,14 @@ int run_as_rank(const RunOptions& options, const LaunchRank& launch) {
   const std::vector<RankReport> reports = gather_rank_reports(s);
   WorldResults world;
   if (inputs_mode) {
-    CaseId pseudo;
-    pseudo.world = launch.world;
-    pseudo.count = 0;
-    world = decide_world(s, {}, reports);
+    world = decide_world(s, {}, reports);  // the transport facts; no seeded cases
     std::vector<const RankRecord*> records;
     for (const RankReport& report : reports) {
       records.push_back(report.records.empty() ? nullptr : &report.records[0]);
     }
-    CaseResult result = decide_verdict(pseudo, Contract::kFixedOrder, emulated, records);
-    world.inputs_line = inputs_line;
-    world.results.push_back(result);
+    world.results.push_back(
+        decide_verdict(expected.id, Contract::kFixedOrder, expected.emulated, records));
+    world.inputs_line = expected.line;
   } else {
     world = decide_world(s, cases, reports);
   }

@@ -2,9 +2,12 @@
 // the same length (e.g. gradient buckets dumped from a real run).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "core/case_id.h"
 
 namespace rv {
 
@@ -15,5 +18,13 @@ std::vector<std::vector<float>> read_raw_inputs(const std::vector<std::string>& 
 
 // The same checks without reading: returns the common number of values per file.
 std::uint64_t check_raw_inputs(const std::vector<std::string>& files);
+
+// What `digest --inputs` and `run --inputs` print after the digest, so the two lines are
+// the same: `contract=fixed-order,op=sum,w=3,n=1000,inputs=a.f32;b.f32;c.f32`.
+std::string inputs_label(const std::vector<std::string>& files, Op op, std::size_t count);
+
+// The case a `run --inputs` verdict is filed under: fixed-order, its W, N and op (the data are
+// the files, not a seeded arena).
+CaseId inputs_case(const std::vector<std::string>& files, Op op, std::size_t count);
 
 }  // namespace rv
