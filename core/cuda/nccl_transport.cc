@@ -60,6 +60,7 @@ class NcclTransport final : public Transport {
   void barrier() override;
   void library_sum(float* values, std::size_t n) override;
   std::int64_t max_int(std::int64_t value) override;
+  void all_reduce_int64(std::int64_t* values, std::size_t n, IntReduction op) override;
 
  private:
   const NcclApi& api() const { return library_.api(); }
@@ -362,6 +363,17 @@ void NcclTransport::library_sum(float* values, std::size_t n) {
   check_enqueue(api().all_reduce(values, values, n, ncclFloat32, ncclSum, comm_, stream_),
                 "library sum (ncclAllReduce)");
   complete("library sum (ncclAllReduce)");
+}
+
+void NcclTransport::all_reduce_int64(std::int64_t* values, std::size_t n, IntReduction op) {
+  const cuda_detail::ScopedDevice scope(device_);
+  const char* what = op == IntReduction::kSum ? "int64 sum (ncclAllReduce)" : "int64 max (ncclAllReduce)";
+  begin(what);
+  if (n == 0) return;
+  check_enqueue(api().all_reduce(values, values, n, ncclInt64,
+                                 op == IntReduction::kSum ? ncclSum : ncclMax, comm_, stream_),
+                what);
+  complete(what);
 }
 
 std::int64_t NcclTransport::max_int(std::int64_t value) {

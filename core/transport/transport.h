@@ -21,6 +21,11 @@ namespace rv {
 // peer p, send_bytes[p] bytes from send + send_offset[p] go to p, and recv_bytes[p] bytes
 // from p land at recv + recv_offset[p]. The entry for this rank itself is a local copy.
 // Zero-byte entries move nothing.
+// The element-wise reductions of the library's integer all-reduce (the exact contract's
+// agreement and sum rounds). Integer addition and max are associative and commutative, so
+// any algorithm, channel count or protocol the library picks gives the same bits.
+enum class IntReduction : std::uint8_t { kSum, kMax };
+
 struct ExchangePlan {
   const void* send = nullptr;
   std::vector<std::size_t> send_offset, send_bytes;
@@ -56,6 +61,10 @@ class Transport {
   virtual void library_sum(float* values, std::size_t n) = 0;
   // The maximum over ranks of one integer (for any(flag): exact and order-independent).
   virtual std::int64_t max_int(std::int64_t value) = 0;
+  // The library's own all-reduce of n int64 values, in place (ncclAllReduce ncclInt64,
+  // Gloo's allreduce of int64_t). The caller keeps every partial sum inside int64: the
+  // transport does not check for overflow. Ranks must pass the same n.
+  virtual void all_reduce_int64(std::int64_t* values, std::size_t n, IntReduction op) = 0;
 };
 
 }  // namespace rv

@@ -280,35 +280,53 @@ std::int64_t GlooContextTransport::max_int(std::int64_t value) {
   return *std::max_element(all.begin(), all.end());
 }
 
+void GlooContextTransport::agree_on_count(const std::string& where, std::size_t n,
+                                          const Deadline& deadline) {
+  // A ring allreduce over different lengths would overrun a posted receive, which Gloo
+  // answers by terminating the process: agree on the length first.
+  const auto count = static_cast<std::uint64_t>(n);
+  std::vector<std::uint64_t> counts(world_);
+  small_all_gather(where + " (agreeing on the length)", &count, counts.data(), sizeof count,
+                   deadline);
+  for (std::uint32_t p = 0; p < world_; ++p) {
+    if (counts[p] != count) {
+      std::ostringstream out;
+      out << where << ": ranks disagree on the number of values, nothing was reduced: rank "
+          << rank_ << " has " << n << " but rank " << p << " has " << counts[p];
+      throw InputError(out.str());
+    }
+  }
+}
+
 void GlooContextTransport::library_sum(float* values, std::size_t n) {
   run("library_sum", [&](const std::string& where, const Deadline& deadline) {
-    // A ring allreduce over different lengths would overrun a posted receive, which Gloo
-    // answers by terminating the process: agree on the length first.
-    const auto count = static_cast<std::uint64_t>(n);
-    std::vector<std::uint64_t> counts(world_);
-    small_all_gather(where + " (agreeing on the length)", &count, counts.data(), sizeof count,
-                     deadline);
-    for (std::uint32_t p = 0; p < world_; ++p) {
-      if (counts[p] != count) {
-        std::ostringstream out;
-        out << where << ": ranks disagree on the number of values, nothing was summed: rank "
-            << rank_ << " has " << n << " but rank " << p << " has " << counts[p];
-        throw InputError(out.str());
-      }
-    }
+    agree_on_count(where, n, deadline);
     if (n == 0 || world_ == 1) return;
-    ring_allreduce(where, values, n, deadline);
+    // Gloo's own element sum: the library-sum contract is the library's arithmetic.
+    ring_allreduce(where, values, n, static_cast<ReduceFunction>(&::gloo::sum<float>), deadline);
   });
 }
 
-void GlooContextTransport::ring_allreduce(const std::string& where, float* values, std::size_t n,
-                                          const Deadline& deadline) {
+void GlooContextTransport::all_reduce_int64(std::int64_t* values, std::size_t n,
+                                            IntReduction op) {
+  const char* name = op == IntReduction::kSum ? "int64 sum" : "int64 max";
+  run(name, [&](const std::string& where, const Deadline& deadline) {
+    agree_on_count(where, n, deadline);
+    if (n == 0 || world_ == 1) return;
+    const auto reduce = op == IntReduction::kSum
+                            ? static_cast<ReduceFunction>(&::gloo::sum<std::int64_t>)
+                            : static_cast<ReduceFunction>(&::gloo::max<std::int64_t>);
+    ring_allreduce(where, values, n, reduce, deadline);
+  });
+}
+
+template <typename T>
+void GlooContextTransport::ring_allreduce(const std::string& where, T* values, std::size_t n,
+                                          ReduceFunction reduce, const Deadline& deadline) {
   ::gloo::AllreduceOptions options(context_);
   options.setAlgorithm(::gloo::AllreduceOptions::Algorithm::RING);
   options.setOutput(values, n);
-  // Gloo's own element sum: the library-sum contract is the library's arithmetic.
-  options.setReduceFunction(
-      static_cast<void (*)(void*, const void*, const void*, std::size_t)>(&::gloo::sum<float>));
+  options.setReduceFunction(reduce);
   // Every call a fresh tag, the same on every rank (calls are collective).
   options.setTag(allreduce_tag_++);
   const auto remaining = deadline.remaining();

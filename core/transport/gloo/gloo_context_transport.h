@@ -36,6 +36,7 @@ class GlooContextTransport final : public Transport {
   void barrier() override;
   void library_sum(float* values, std::size_t n) override;
   std::int64_t max_int(std::int64_t value) override;
+  void all_reduce_int64(std::int64_t* values, std::size_t n, IntReduction op) override;
 
  private:
   // Runs one operation: refuses at once when an earlier one failed, gives the body the
@@ -61,8 +62,13 @@ class GlooContextTransport final : public Transport {
   // (unless the plan says they already are): InputError on every rank when two disagree.
   void checked_exchange(const std::string& label, const ExchangePlan& plan,
                         const Deadline& deadline);
-  void ring_allreduce(const std::string& label, float* values, std::size_t n,
+  // Gloo's ring allreduce of n elements of T in place, with Gloo's element function.
+  using ReduceFunction = void (*)(void*, const void*, const void*, std::size_t);
+  template <typename T>
+  void ring_allreduce(const std::string& label, T* values, std::size_t n, ReduceFunction reduce,
                       const Deadline& deadline);
+  // Refuses, on every rank, a collective whose element count differs between ranks.
+  void agree_on_count(const std::string& label, std::size_t n, const Deadline& deadline);
 
   std::shared_ptr<::gloo::Context> context_;
   std::uint32_t rank_, world_;
