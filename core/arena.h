@@ -1,4 +1,4 @@
-// Seeded arenas (DESIGN.md §4) on the CPU: any slice of any rank's arena, regenerated alone.
+// Seeded arenas (docs/DESIGN.md §4) on the CPU: any slice of any rank's arena, regenerated alone.
 #pragma once
 
 #include <cstddef>

@@ -1,4 +1,4 @@
-// The value law of seeded arenas, generator version 1 (DESIGN.md §4). Each value is a pure
+// The value law of seeded arenas, generator version 1 (docs/DESIGN.md §4). Each value is a pure
 // function of (generator version, seed, distribution, logical rank, element index), built
 // from integer mixing and exact float construction (bit assembly, or a small integer times
 // a power of two): no libm, no RNG state, so the CPU and a GPU regenerate any slice of any

@@ -1,4 +1,4 @@
-// Case ids (DESIGN.md §3): canonical, self-describing, parseable back. Comma-separated
+// Case ids (docs/DESIGN.md §3): canonical, self-describing, parseable back. Comma-separated
 // key=value pairs in the fixed order contract,op,w,n,dist,seed,gen, e.g.
 //   contract=fixed-order,op=mean,w=4,n=1000003,dist=wide,seed=7,gen=1
 #pragma once

@@ -1,4 +1,4 @@
-// The reduction contracts and ops of DESIGN.md §2, and their canonical spellings (used in
+// The reduction contracts and ops of docs/DESIGN.md §2, and their canonical spellings (used in
 // case ids, reports and on the command line).
 #pragma once
 

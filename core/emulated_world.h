@@ -1,5 +1,5 @@
 // EmulatedWorld: all W arenas in one process, reduced by the sharded owner dataflow of the
-// live reducers (DESIGN.md §5). Each owner receives the peers' copies of its shard in a
+// live reducers (docs/DESIGN.md §5). Each owner receives the peers' copies of its shard in a
 // caller-given delivery order into a rank-indexed stacked table, folds ascending, and the
 // reduced shards are all-gathered back into every arena. Its bits are the contract.
 #pragma once

@@ -1,5 +1,5 @@
 // The error hierarchy of reduce-verify. The library throws; only `main` catches, and maps
-// each class to one exit code of DESIGN.md §6 (see verify/exit_codes.h).
+// each class to one exit code of docs/DESIGN.md §6 (see verify/common/exit_codes.h).
 #pragma once
 
 #include <sstream>

@@ -1,4 +1,4 @@
-// The fixed-order fold (DESIGN.md §2) on the CPU: per element,
+// The fixed-order fold (docs/DESIGN.md §2) on the CPU: per element,
 //   sum = ((x_0 + x_1) + x_2) + … + x_{W-1}
 // in binary32, round-to-nearest-even, subnormals kept, starting from x_0 itself, then the
 // mean scale and the NaN rule. Every CPU path (the reference, EmulatedWorld, the live

@@ -1,4 +1,4 @@
-// The element law of the fixed-order contract (DESIGN.md §2), shared by the CPU fold and
+// The element law of the fixed-order contract (docs/DESIGN.md §2), shared by the CPU fold and
 // the CUDA kernel so both compile the very same expressions.
 #pragma once
 

@@ -1,4 +1,4 @@
-// The shard plan of the sharded owner dataflow (DESIGN.md §5): contiguous shards, the
+// The shard plan of the sharded owner dataflow (docs/DESIGN.md §5): contiguous shards, the
 // N mod W remainder given one element each to the lowest ranks; shards may be empty.
 #pragma once
 

@@ -6,7 +6,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 tool=${1:-"$here/../build/verify/reduce-verify"}
-# The matrix (DESIGN.md §3, issue 2): both ops, all five distributions, W from 1 to 256,
+# The matrix (docs/DESIGN.md §3, issue 2): both ops, all five distributions, W from 1 to 256,
 # N = 0, 1, below W (empty shards), remainders (1,000,003), and 2^24 + 43 elements.
 "$tool" golden --orders 8 \
   --matrix 'w=1,2,3,4,5,7,8,16,64,256;n=0,1,3,1000,4099;dist=all;seed=1,2;op=sum,mean' \

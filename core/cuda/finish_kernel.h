@@ -1,5 +1,5 @@
 // The library-sum contract's finishing step on a GPU, applied by us to the library's own sum
-// (DESIGN.md §2): the mean scale when op is mean, then every NaN written as 0x7FC00000, in
+// (docs/DESIGN.md §2): the mean scale when op is mean, then every NaN written as 0x7FC00000, in
 // place. The same element law as core/fold.h's finish_library_sum. No CUDA types here.
 #pragma once
 

@@ -1,4 +1,4 @@
-// The fixed-order fold of DESIGN.md §2 on a GPU: W stacked slots (slot r = the copy that
+// The fixed-order fold of docs/DESIGN.md §2 on a GPU: W stacked slots (slot r = the copy that
 // came from rank r, at stacked + r × slot_stride), summed per element in ascending slot
 // order starting from slot 0 itself, then the mean scale and the NaN rule. The element law
 // is core/fold_law.h, compiled by nvcc for the device, so the bits equal core/fold.h's

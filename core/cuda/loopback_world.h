@@ -1,4 +1,4 @@
-// The one-GPU loopback world (DESIGN.md §5, transport cuda-loopback): all W logical ranks'
+// The one-GPU loopback world (docs/DESIGN.md §5, transport cuda-loopback): all W logical ranks'
 // arenas on one GPU, device-to-device copies as the byte mover, and the live reducer's
 // owner dataflow with the same fold kernel: each owner p collects the W copies of its shard
 // into its stacked table (slot r = the copy from rank r) in the given delivery order, folds

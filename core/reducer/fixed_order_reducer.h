@@ -1,4 +1,4 @@
-// The fixed-order reducer (DESIGN.md §5): the sharded owner dataflow of EmulatedWorld over a
+// The fixed-order reducer (docs/DESIGN.md §5): the sharded owner dataflow of EmulatedWorld over a
 // live Transport. Every rank sends its copy of shard p to owner p; the owner receives the
 // copies into a rank-indexed stacked buffer (slot r = the copy from rank r, whatever order
 // they arrive in), folds them ascending with FoldDevice::fold_stacked (the reference's fold

@@ -20,7 +20,7 @@ class FoldDevice {
   virtual void free(float* p) = 0;
   // Byte copy within this device's memory.
   virtual void copy(void* dst, const void* src, std::size_t bytes) = 0;
-  // The fixed-order fold of DESIGN.md §2 over stacked slots (slot r = the copy from rank r
+  // The fixed-order fold of docs/DESIGN.md §2 over stacked slots (slot r = the copy from rank r
   // at stacked + r × slot_stride): exactly core/fold.h's fold_stacked, bit for bit.
   virtual void fold_stacked(const float* stacked, std::uint32_t world, std::size_t slot_stride,
                             std::size_t n, Op op, float* out) = 0;

@@ -1,4 +1,4 @@
-// The library-sum contract (DESIGN.md §2): the transport library's own sum all-reduce
+// The library-sum contract (docs/DESIGN.md §2): the transport library's own sum all-reduce
 // (Gloo's ring allreduce, ncclAllReduce), then the mean scale and the NaN rule applied by
 // us. No portability promise: its bits follow the library's association order.
 #pragma once

@@ -1,4 +1,4 @@
-// Seeded arenas (DESIGN.md §4): any slice regenerates alone, bit for bit; known-answer
+// Seeded arenas (docs/DESIGN.md §4): any slice regenerates alone, bit for bit; known-answer
 // digests pin generator 1 of every distribution (an accidental change to the value law must
 // fail here, and is then a new generator version); each distribution holds what it is for.
 #include "core/arena.h"

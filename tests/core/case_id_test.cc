@@ -1,4 +1,4 @@
-// Case ids (DESIGN.md §3, issue 2): the canonical text round-trips, and every malformed or
+// Case ids (docs/DESIGN.md §3, issue 2): the canonical text round-trips, and every malformed or
 // out-of-range form is refused with an InputError that names the field.
 #include "core/case_id.h"
 

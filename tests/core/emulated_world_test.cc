@@ -1,4 +1,4 @@
-// EmulatedWorld (DESIGN.md §5): the sharded owner dataflow must equal the straight reference
+// EmulatedWorld (docs/DESIGN.md §5): the sharded owner dataflow must equal the straight reference
 // fold bit for bit under every delivery order — exhaustively for small worlds, under many
 // seeded shuffles up to W = 64 — with uneven and empty shards. The data is order-sensitive
 // (a fold in arrival order would differ), so an implementation that folded in arrival order

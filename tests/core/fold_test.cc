@@ -1,4 +1,4 @@
-// The fixed-order fold (DESIGN.md §2), pinned with concrete values: the association order,
+// The fixed-order fold (docs/DESIGN.md §2), pinned with concrete values: the association order,
 // the −0.0 rule (the fold starts from addend 0), canonical NaNs, kept subnormals and the
 // mean's scale. Each property also shows the wrong variant giving other bits, so the test
 // could fail.

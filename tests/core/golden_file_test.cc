@@ -1,4 +1,4 @@
-// Golden files (DESIGN.md §3): GNU checksum lines `<digest>  <case-id>`, `#` comments. The
+// Golden files (docs/DESIGN.md §3): GNU checksum lines `<digest>  <case-id>`, `#` comments. The
 // line parser classifies every input and never throws; the committed suite parses cleanly
 // and covers the matrix issue 2 asks for.
 #include "verify/golden_file.h"

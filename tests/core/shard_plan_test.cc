@@ -1,4 +1,4 @@
-// The shard plan (DESIGN.md §5): contiguous shards that tile [0, N) in owner order, sizes
+// The shard plan (docs/DESIGN.md §5): contiguous shards that tile [0, N) in owner order, sizes
 // differing by at most one, the N mod W extra elements on the lowest ranks, empty shards
 // allowed. Checked as properties over many (N, W), N = 0 and N < W included.
 #include "core/shard_plan.h"

@@ -2,7 +2,7 @@
 // The live gate, --inputs against the emulation, the faults of issue 3 (a killed, a frozen
 // and a missing rank, a reused job id, ranks that disagree), and launches under Open MPI and
 // torchrun-style variables. Each fault must end with a named error, the exit code of
-// DESIGN.md §6, within the timeout + 2 s, and no process left behind.
+// docs/DESIGN.md §6, within the timeout + 2 s, and no process left behind.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-// The library-sum contract over Gloo's ring allreduce (DESIGN.md §2): it must equal the
+// The library-sum contract over Gloo's ring allreduce (docs/DESIGN.md §2): it must equal the
 // fixed-order result where every association is exact (the `exact` distribution) and where
 // W ≤ 2 (one addition commutes); everywhere all ranks must hold identical bits and repeated
 // calls must agree. Elsewhere no promise, and the last test shows there really is none here:

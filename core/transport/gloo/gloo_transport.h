@@ -1,4 +1,4 @@
-// The Gloo transport (DESIGN.md §5): CPU ranks over Gloo's TCP device, rendezvous through a
+// The Gloo transport (docs/DESIGN.md §5): CPU ranks over Gloo's TCP device, rendezvous through a
 // Gloo store, a full mesh of pairs. It moves bytes only; the fixed-order reducer folds on
 // the CPU, and `library_sum` is Gloo's own ring allreduce (the new-style gloo::allreduce).
 //
