@@ -7,6 +7,7 @@ packages=(
   libcli11-dev libxxhash-dev xxhash nlohmann-json3-dev   # CLI, digests, JSON reports
   libgloo-dev                                            # the CPU transport
   libgtest-dev libbenchmark-dev                          # tests and benchmarks
+  libmpfr-dev                                            # the exact contract's test oracle
   openmpi-bin                                            # the mpirun launcher test
   clang libclang-rt-14-dev                               # the libFuzzer targets
 )

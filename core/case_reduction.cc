@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/exact/exact_law.h"
+#include "core/exact/exact_reduction.h"
 #include "core/fold.h"
 
 namespace rv {
@@ -21,6 +23,7 @@ void stream_reference_reduction(const CaseId& id, const ReducedBlockSink& sink) 
   // 16 Ki elements per rank: W = 256 needs 16 MiB of slots, and a block is large enough
   // that the per-block overheads vanish against generation.
   constexpr std::size_t kBlock = std::size_t{1} << 14;
+  static_assert(kBlock % exact::kBlock == 0, "exact windows must not straddle two blocks");
   const std::size_t block = std::min<std::size_t>(kBlock, static_cast<std::size_t>(id.count));
   std::vector<float> slots(block * id.world);
   std::vector<float> reduced(block);
@@ -29,7 +32,13 @@ void stream_reference_reduction(const CaseId& id, const ReducedBlockSink& sink) 
     for (std::uint32_t r = 0; r < id.world; ++r) {
       generate_arena_slice(id.arena(), r, begin, count, slots.data() + r * block);
     }
-    fold_stacked(slots.data(), id.world, block, count, id.op, reduced.data());
+    // Blocks start at multiples of kBlock, which is a multiple of the exact contract's
+    // window blocks, so the exact windows are those of the whole arena.
+    if (id.contract == Contract::kExact) {
+      exact_reduce_stacked(slots.data(), id.world, block, count, id.op, reduced.data());
+    } else {
+      fold_stacked(slots.data(), id.world, block, count, id.op, reduced.data());
+    }
     sink(reduced.data(), count);
   }
 }

@@ -8,6 +8,8 @@ std::string_view to_string(Contract contract) {
       return "fixed-order";
     case Contract::kLibrarySum:
       return "library-sum";
+    case Contract::kExact:
+      return "exact";
   }
   return "?";
 }
@@ -25,6 +27,7 @@ std::string_view to_string(Op op) {
 std::optional<Contract> parse_contract(std::string_view text) {
   if (text == "fixed-order") return Contract::kFixedOrder;
   if (text == "library-sum") return Contract::kLibrarySum;
+  if (text == "exact") return Contract::kExact;
   return std::nullopt;
 }
 

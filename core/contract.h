@@ -11,6 +11,7 @@ namespace rv {
 enum class Contract : std::uint8_t {
   kFixedOrder,  // our own fold, ascending rank order: portable bits
   kLibrarySum,  // the transport library's own sum: no portability promise
+  kExact,       // the correctly rounded sum, via the library's integer all-reduce
 };
 
 enum class Op : std::uint8_t {

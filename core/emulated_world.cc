@@ -6,6 +6,8 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/exact/exact_law.h"
+#include "core/exact/host_exact.h"
 #include "core/fold.h"
 #include "core/seed_law.h"
 #include "core/shard_plan.h"
@@ -30,6 +32,29 @@ DeliveryOrders shuffled_delivery_orders(std::uint32_t world, std::uint64_t seed,
 }
 
 namespace {
+
+// Owner p combines shard p of the W ranks' word buffers in its delivery order.
+template <typename Combine>
+void emulate_word_all_reduce(std::vector<std::vector<std::int64_t>>& words,
+                             const DeliveryOrders& delivery, Combine combine) {
+  const auto world = static_cast<std::uint32_t>(words.size());
+  const std::vector<Shard> plan = shard_plan(words[0].size(), world);
+  std::vector<std::int64_t> total;
+  for (std::uint32_t owner = 0; owner < world; ++owner) {
+    const Shard shard = plan[owner];
+    total.assign(shard.count, 0);
+    for (std::uint32_t k = 0; k < world; ++k) {
+      const std::uint32_t source = delivery.empty() ? k : delivery[owner][k];
+      const std::int64_t* from = words[source].data() + shard.begin;
+      for (std::size_t i = 0; i < shard.count; ++i) {
+        total[i] = k == 0 ? from[i] : combine(total[i], from[i]);
+      }
+    }
+    for (auto& buffer : words) {
+      std::copy(total.begin(), total.end(), buffer.begin() + static_cast<std::ptrdiff_t>(shard.begin));
+    }
+  }
+}
 
 void check_delivery_orders(const DeliveryOrders& delivery, std::uint32_t world) {
   if (delivery.empty()) return;
@@ -89,6 +114,43 @@ void EmulatedWorld::all_reduce(std::vector<std::vector<float>>& arenas, Op op,
     for (std::uint32_t owner = 0; owner < world_; ++owner) {
       std::copy(reduced[owner].begin(), reduced[owner].end(),
                 arena.begin() + static_cast<std::ptrdiff_t>(plan[owner].begin));
+    }
+  }
+}
+
+void EmulatedWorld::all_reduce_exact(std::vector<std::vector<float>>& arenas, Op op,
+                                     const DeliveryOrders& delivery) const {
+  RV_ENFORCE_EQ(InputError, arenas.size(), static_cast<std::size_t>(world_), "one arena per rank");
+  const std::size_t n = arenas[0].size();
+  for (std::uint32_t r = 0; r < world_; ++r) {
+    RV_ENFORCE_EQ(InputError, arenas[r].size(), n, "arena length of rank", r,
+                  "differs from rank 0");
+  }
+  check_delivery_orders(delivery, world_);
+  // Chunks of whole window blocks bound the word buffers' memory.
+  constexpr std::size_t kChunk = std::size_t{1} << 20;
+  static_assert(kChunk % exact::kBlock == 0, "chunks hold whole blocks");
+  std::vector<std::vector<std::int64_t>> words(world_);
+  for (std::size_t begin = 0; begin < n; begin += kChunk) {
+    const std::size_t count = std::min(kChunk, n - begin);
+    for (std::uint32_t r = 0; r < world_; ++r) {
+      words[r].resize(exact_block_count(count) * exact::kAgreementWords);
+      exact_agreement_words(arenas[r].data() + begin, count, words[r].data());
+    }
+    emulate_word_all_reduce(words, delivery,
+                            [](std::int64_t a, std::int64_t b) { return std::max(a, b); });
+    // Every rank plans from its own copy of the agreed words, as live ranks do.
+    std::vector<ExactPlan> plans;
+    for (std::uint32_t r = 0; r < world_; ++r) {
+      plans.push_back(plan_exact_blocks(words[r].data(), count, world_));
+    }
+    for (std::uint32_t r = 0; r < world_; ++r) {
+      words[r].resize(plans[r].words);
+      exact_encode(arenas[r].data() + begin, plans[r], words[r].data());
+    }
+    emulate_word_all_reduce(words, delivery, [](std::int64_t a, std::int64_t b) { return a + b; });
+    for (std::uint32_t r = 0; r < world_; ++r) {
+      exact_round(words[r].data(), plans[r], op, arenas[r].data() + begin);
     }
   }
 }

@@ -30,6 +30,14 @@ class EmulatedWorld {
   void all_reduce(std::vector<std::vector<float>>& arenas, Op op,
                   const DeliveryOrders& delivery = {}) const;
 
+  // The exact contract's dataflow (docs/DESIGN.md §2): every rank's agreement words and
+  // digits as the live reducer makes them, combined as a library's integer all-reduce would
+  // (a reduce-scatter: shard p of each word buffer is combined by owner p in delivery[p]'s
+  // order), then rounded on every rank. Integer sums: no order may change a bit, and the
+  // golden maker checks that none does.
+  void all_reduce_exact(std::vector<std::vector<float>>& arenas, Op op,
+                        const DeliveryOrders& delivery = {}) const;
+
  private:
   std::uint32_t world_;
 };

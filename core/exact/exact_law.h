@@ -1,0 +1,333 @@
+// The element law of the exact contract (docs/DESIGN.md §2), shared by the CPU and the CUDA
+// kernels so both compile the very same expressions.
+//
+// Every finite binary32 x is an integer multiple of 2^-149: x = ±k × 2^-149 with k < 2^277.
+// A block of kExactBlock elements is carried as fixed-point integers over a window of bit
+// positions [bottom, top] that covers every |k| of the block on every rank (agreed by a max
+// all-reduce), cut into limbs of limb_bits(W) bits. Each rank writes, per element and limb,
+// the signed digit of its own k in that limb; the library's int64 sum all-reduce adds the
+// digits; every rank recombines the limbs into one big integer S (the exact sum, in units of
+// 2^bottom × 2^-149) and rounds it once. Integer addition is associative, so neither the
+// library's algorithm nor the ranks' order can move a bit.
+#pragma once
+
+#include <cstdint>
+
+#include "core/fold_law.h"
+#include "core/host_device.h"
+
+namespace rv {
+namespace exact {
+
+// Elements per agreed window. Aligned to element index 0 of the arena.
+inline constexpr std::uint32_t kBlock = 1024;
+// The largest world the encoding supports: digits of limb_bits(W) bits cannot overflow an
+// int64 when summed over W ≤ 2^20 ranks, and the special word's counts need 21 bits each.
+inline constexpr std::uint32_t kMaxWorld = std::uint32_t{1} << 20;
+// Bit positions of |k| run from 0 (2^-149) to 276 (the top bit of FLT_MAX).
+inline constexpr int kTopPosition = 276;
+// The agreement words of one block, max-reduced over the ranks.
+inline constexpr int kAgreementWords = 3;
+// Limbs of the widest window: 277 bits in limbs of at least 43 bits.
+inline constexpr int kMaxLimbs = 7;
+// The exact sum in two's complement 64-bit words: (kMaxLimbs − 1) × 62 + 63 + 1 sign bits
+// < 448; the mean's long division shifts it up by 64 more bits.
+inline constexpr int kSumWords = 7;
+inline constexpr int kMeanShift = 64;
+inline constexpr int kQuotientWords = kSumWords + 1;
+
+RV_HD int count_leading_zeros32(std::uint32_t v) {
+#if defined(__CUDA_ARCH__)
+  return __clz(static_cast<int>(v));
+#else
+  return v == 0 ? 32 : __builtin_clz(v);
+#endif
+}
+
+RV_HD int count_trailing_zeros32(std::uint32_t v) {
+#if defined(__CUDA_ARCH__)
+  return __ffs(static_cast<int>(v)) - 1;
+#else
+  return __builtin_ctz(v);
+#endif
+}
+
+RV_HD int count_leading_zeros64(std::uint64_t v) {
+#if defined(__CUDA_ARCH__)
+  return __clzll(static_cast<long long>(v));
+#else
+  return v == 0 ? 64 : __builtin_clzll(v);
+#endif
+}
+
+RV_HD bool is_finite_bits(std::uint32_t bits) { return (bits & 0x7F800000u) != 0x7F800000u; }
+
+// |x| = significand << shift, in units of 2^-149, for a finite x. significand is 0 for ±0.
+struct Magnitude {
+  std::uint32_t significand;  // at most 24 bits
+  int shift;                  // 0 … 253
+};
+
+RV_HD Magnitude magnitude_of(std::uint32_t bits) {
+  const std::uint32_t exponent = (bits >> 23) & 0xFFu;
+  const std::uint32_t fraction = bits & 0x7FFFFFu;
+  if (exponent == 0) return Magnitude{fraction, 0};  // zero or subnormal
+  return Magnitude{fraction | 0x800000u, static_cast<int>(exponent) - 1};
+}
+
+// The highest and lowest set bit positions of |k| (significand ≠ 0).
+RV_HD int top_position(const Magnitude& m) { return m.shift + 31 - count_leading_zeros32(m.significand); }
+RV_HD int bottom_position(const Magnitude& m) {
+  return m.shift + count_trailing_zeros32(m.significand);
+}
+
+// The bits a limb carries: digits |d| < 2^L summed over W ranks stay below W × 2^L ≤ 2^63.
+RV_HD int limb_bits(std::uint32_t world) {
+  int log2_ceil = 0;
+  while ((std::uint64_t{1} << log2_ceil) < world) ++log2_ceil;
+  const int bits = 63 - log2_ceil;
+  return bits > 62 ? 62 : bits;
+}
+
+// The agreement words of one element, to be max-combined over a block and over the ranks:
+//   [0] the highest bit position of any |k| (−1: no nonzero finite value),
+//   [1] kTopPosition − the lowest bit position (so that max gives the lowest; −1: none),
+//   [2] 1 when a NaN, ±Inf or −0 needs the special word.
+struct AgreementWords {
+  std::int64_t top = -1;
+  std::int64_t bottom_complement = -1;
+  std::int64_t special = 0;
+};
+
+RV_HD void widen_agreement(AgreementWords& words, std::uint32_t bits) {
+  if (!is_finite_bits(bits) || bits == 0x80000000u) {
+    words.special = 1;
+    return;
+  }
+  const Magnitude m = magnitude_of(bits);
+  if (m.significand == 0) return;
+  const int top = top_position(m);
+  const int bottom_complement = kTopPosition - bottom_position(m);
+  if (top > words.top) words.top = top;
+  if (bottom_complement > words.bottom_complement) words.bottom_complement = bottom_complement;
+}
+
+RV_HD void merge_agreement(AgreementWords& into, const AgreementWords& other) {
+  if (other.top > into.top) into.top = other.top;
+  if (other.bottom_complement > into.bottom_complement) {
+    into.bottom_complement = other.bottom_complement;
+  }
+  if (other.special > into.special) into.special = other.special;
+}
+
+// The window of one block as every rank derives it from the agreed words.
+struct Window {
+  int bottom;  // the bit position of limb 0's lowest bit
+  int limbs;   // 0 when the block holds no nonzero finite value
+  bool special;
+};
+
+RV_HD Window window_of(const AgreementWords& agreed, std::uint32_t world) {
+  Window w{0, 0, agreed.special != 0};
+  if (agreed.top < 0) return w;
+  w.bottom = kTopPosition - static_cast<int>(agreed.bottom_complement);
+  const int width = static_cast<int>(agreed.top) - w.bottom + 1;
+  const int bits = limb_bits(world);
+  w.limbs = (width + bits - 1) / bits;
+  return w;
+}
+
+// The signed digits of one element in a window: digit j holds bits [bottom + jL, bottom +
+// (j+1)L) of |k|, with x's sign. A significand of 24 bits touches at most two limbs.
+struct Digits {
+  int first_limb;  // −1: every digit is 0
+  std::int64_t low, high;
+};
+
+RV_HD Digits digits_of(std::uint32_t bits, int bottom, int limb_width) {
+  Digits d{-1, 0, 0};
+  if (!is_finite_bits(bits)) return d;
+  const Magnitude m = magnitude_of(bits);
+  if (m.significand == 0) return d;
+  // Without its trailing zeros the significand starts at the value's lowest set bit, which
+  // an agreed window never cuts off (bottom ≤ it).
+  const int zeros = count_trailing_zeros32(m.significand);
+  const int s = m.shift + zeros - bottom;
+  const int r = s % limb_width;
+  const std::uint64_t mask = (std::uint64_t{1} << limb_width) - 1;
+  const std::uint64_t sig = m.significand >> zeros;
+  // Bits shifted past 64 are above the limb anyway: the mask keeps the limb's L bits.
+  const std::uint64_t low = (sig << r) & mask;
+  const std::uint64_t high = sig >> (limb_width - r);
+  const bool negative = (bits >> 31) != 0;
+  d.first_limb = s / limb_width;
+  d.low = negative ? -static_cast<std::int64_t>(low) : static_cast<std::int64_t>(low);
+  d.high = negative ? -static_cast<std::int64_t>(high) : static_cast<std::int64_t>(high);
+  return d;
+}
+
+// The special word of one element: count(+Inf or NaN) + count(−Inf or NaN) × 2^21 +
+// count(not −0) × 2^42. A NaN counts as both infinities, so "NaN, or +Inf with −Inf" is
+// "both counts nonzero". Each count is at most W ≤ 2^20 < 2^21: fields never collide.
+inline constexpr int kSpecialFieldBits = 21;
+RV_HD std::int64_t special_word_of(std::uint32_t bits) {
+  const std::uint32_t magnitude = bits & 0x7FFFFFFFu;
+  const bool nan = magnitude > 0x7F800000u;
+  const bool negative = (bits >> 31) != 0;
+  const std::int64_t pos_inf = (nan || (magnitude == 0x7F800000u && !negative)) ? 1 : 0;
+  const std::int64_t neg_inf = (nan || (magnitude == 0x7F800000u && negative)) ? 1 : 0;
+  const std::int64_t not_negative_zero = bits == 0x80000000u ? 0 : 1;
+  return pos_inf | (neg_inf << kSpecialFieldBits) | (not_negative_zero << (2 * kSpecialFieldBits));
+}
+
+// ---- Rounding the exact sum ----------------------------------------------------------
+
+// An unsigned big integer in little-endian 64-bit words.
+template <int Words>
+struct BigMagnitude {
+  std::uint64_t word[Words];
+};
+
+// RNE of value = M × 2^(exponent − 149) (plus a nonzero fraction below M's last bit when
+// sticky) to binary32 with subnormals; the sign is applied by the caller. M ≠ 0.
+template <int Words>
+RV_HD std::uint32_t round_magnitude(const BigMagnitude<Words>& m, int exponent, bool sticky) {
+  int top_word = Words - 1;
+  while (m.word[top_word] == 0) --top_word;
+  const int h = top_word * 64 + 63 - count_leading_zeros64(m.word[top_word]);
+  // The lowest kept bit, in units of 2^-149: 24 significant bits, but never below 2^-149.
+  int lsb = h + exponent - 23;
+  if (lsb < 0) lsb = 0;
+  const int drop = lsb - exponent;  // low bits of M below the kept ones
+  std::uint64_t kept;
+  if (drop <= 0) {
+    kept = m.word[0] << (-drop);  // exact: h < 24 here, so M fits one word
+  } else {
+    const int w = drop / 64, b = drop % 64;
+    kept = m.word[w] >> b;
+    if (b != 0 && w + 1 < Words) kept |= m.word[w + 1] << (64 - b);
+    kept &= (std::uint64_t{1} << 25) - 1;  // at most 24 bits are kept (h − drop ≤ 23)
+    const int round_pos = drop - 1;
+    const bool round_bit = (m.word[round_pos / 64] >> (round_pos % 64)) & 1u;
+    bool below = sticky;
+    for (int i = 0; i < round_pos / 64 && !below; ++i) below = m.word[i] != 0;
+    if (!below && round_pos % 64 != 0) {
+      below = (m.word[round_pos / 64] & ((std::uint64_t{1} << (round_pos % 64)) - 1)) != 0;
+    }
+    if (round_bit && (below || (kept & 1u))) ++kept;
+    if (kept == (std::uint64_t{1} << 24)) {
+      kept >>= 1;
+      ++lsb;
+    }
+  }
+  if (kept < (std::uint64_t{1} << 23)) return static_cast<std::uint32_t>(kept);  // subnormal
+  const int biased = lsb + 1;  // value = kept × 2^(lsb − 149), kept in [2^23, 2^24)
+  if (biased >= 255) return 0x7F800000u;
+  return (static_cast<std::uint32_t>(biased) << 23) | static_cast<std::uint32_t>(kept & 0x7FFFFFu);
+}
+
+// A signed big integer in two's complement, kSumWords words: the limb sums recombined.
+struct ExactSum {
+  std::uint64_t word[kSumWords];
+};
+
+// S = Σ_j D_j × 2^(j·L): each D_j sign-extended and added at bit j·L.
+RV_HD void add_shifted(ExactSum& s, std::int64_t digit, int shift) {
+  const int w = shift / 64, b = shift % 64;
+  const std::uint64_t extension = digit < 0 ? ~std::uint64_t{0} : 0;
+  const auto d = static_cast<std::uint64_t>(digit);
+  std::uint64_t carry = 0;
+  for (int i = w; i < kSumWords; ++i) {
+    std::uint64_t part;
+    if (i == w) {
+      part = d << b;
+    } else if (i == w + 1 && b != 0) {
+      part = (d >> (64 - b)) | (extension << b);
+    } else {
+      part = extension;
+    }
+    const std::uint64_t sum = s.word[i] + part;
+    const std::uint64_t carry_out = (sum < part) ? 1u : 0u;
+    s.word[i] = sum + carry;
+    carry = carry_out | ((s.word[i] < sum) ? 1u : 0u);
+  }
+}
+
+// The result bits from the recombined limbs (or the one-limb sum), the window's bottom, W, op
+// and, in a special block, the summed special word (0 and has_special = false otherwise).
+RV_HD std::uint32_t round_exact_sum(const ExactSum& s, int bottom, std::uint32_t world, bool mean,
+                                    bool has_special, std::int64_t special) {
+  if (has_special) {
+    const std::int64_t field = (std::int64_t{1} << kSpecialFieldBits) - 1;
+    const bool pos_inf = (special & field) != 0;
+    const bool neg_inf = ((special >> kSpecialFieldBits) & field) != 0;
+    if (pos_inf && neg_inf) return kCanonicalNanBits;
+    if (pos_inf) return 0x7F800000u;
+    if (neg_inf) return 0xFF800000u;
+  }
+  const bool negative = (s.word[kSumWords - 1] >> 63) != 0;
+  BigMagnitude<kQuotientWords> m{};
+  // |S|, one word up when the mean shifts it by kMeanShift = 64 bits.
+  const int up = mean ? 1 : 0;
+  std::uint64_t borrow = 1;
+  bool zero = true;
+  for (int i = 0; i < kSumWords; ++i) {
+    std::uint64_t v = s.word[i];
+    if (negative) {
+      v = ~v + borrow;
+      borrow = (borrow != 0 && v == 0) ? 1u : 0u;
+    }
+    m.word[i + up] = v;
+    zero = zero && v == 0;
+  }
+  if (zero) {
+    // An exact zero is +0 unless every addend was −0 (no addend counted as "not −0").
+    const bool all_negative_zero =
+        has_special && ((special >> (2 * kSpecialFieldBits)) & ((1 << kSpecialFieldBits) - 1)) == 0;
+    return all_negative_zero ? 0x80000000u : 0u;
+  }
+  const std::uint32_t sign = negative ? 0x80000000u : 0u;
+  if (!mean) {
+    BigMagnitude<kSumWords> sum{};
+    for (int i = 0; i < kSumWords; ++i) sum.word[i] = m.word[i];
+    return sign | round_magnitude(sum, bottom, false);
+  }
+  // The mean: q = floor(|S| × 2^64 / W) by long division in 32-bit digits (W < 2^21, so each
+  // step fits 64 bits); q has ≥ 43 significant bits, so its round bit is the true quotient's
+  // and "remainder ≠ 0" is an exact sticky bit.
+  std::uint64_t remainder = 0;
+  for (int i = kQuotientWords - 1; i >= 0; --i) {
+    const std::uint64_t hi = (remainder << 32) | (m.word[i] >> 32);
+    const std::uint64_t q_hi = hi / world;
+    remainder = hi % world;
+    const std::uint64_t lo = (remainder << 32) | (m.word[i] & 0xFFFFFFFFu);
+    const std::uint64_t q_lo = lo / world;
+    remainder = lo % world;
+    m.word[i] = (q_hi << 32) | q_lo;
+  }
+  return sign | round_magnitude(m, bottom - kMeanShift, remainder != 0);
+}
+
+// The common case, a one-limb window: S is the digit sum D itself (|D| < 2^63).
+RV_HD std::uint32_t round_one_limb(std::int64_t d, int bottom, std::uint32_t world, bool mean) {
+  if (d == 0) return 0u;
+  const std::uint32_t sign = d < 0 ? 0x80000000u : 0u;
+  const std::uint64_t magnitude = d < 0 ? 0 - static_cast<std::uint64_t>(d) : static_cast<std::uint64_t>(d);
+  if (!mean) return sign | round_magnitude(BigMagnitude<1>{{magnitude}}, bottom, false);
+  // floor(|D| × 2^64 / W) in two words, as in round_exact_sum.
+  BigMagnitude<2> q{};
+  std::uint64_t digits[4] = {magnitude >> 32, magnitude & 0xFFFFFFFFu, 0, 0};
+  std::uint64_t remainder = 0;
+  std::uint64_t out[4];
+  for (int i = 0; i < 4; ++i) {
+    const std::uint64_t cur = (remainder << 32) | digits[i];
+    out[i] = cur / world;
+    remainder = cur % world;
+  }
+  q.word[1] = (out[0] << 32) | out[1];
+  q.word[0] = (out[2] << 32) | out[3];
+  return sign | round_magnitude(q, bottom - kMeanShift, remainder != 0);
+}
+
+}  // namespace exact
+}  // namespace rv

@@ -1,0 +1,26 @@
+// The exact contract on one CPU (docs/DESIGN.md §2): the windowed dataflow of the live
+// reducers over a stacked table of W slots, and a straight reference that shares none of the
+// window and limb logic. The two must agree bit for bit; the tests hold both to an
+// independent MPFR oracle.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "core/contract.h"
+
+namespace rv {
+
+// The live dataflow in one process: every slot's agreement words max-combined, every slot's
+// digits summed (ascending; integer sums, so any order gives the same bits), rounded. Slot r
+// at stacked + r × slot_stride; n values from a block-aligned start (element 0 of an arena,
+// or any multiple of exact::kBlock).
+void exact_reduce_stacked(const float* stacked, std::uint32_t world, std::size_t slot_stride,
+                          std::size_t n, Op op, float* out);
+
+// The straight reference: per element, the W addends' integers k added at their own bit
+// positions into one wide accumulator (no windows, no limbs), the specials counted, rounded.
+std::vector<float> reference_exact(const std::vector<std::vector<float>>& arenas, Op op);
+
+}  // namespace rv

@@ -1,0 +1,27 @@
+// The exact contract's element work on the CPU (docs/DESIGN.md §2): agreement words, digits
+// and rounding over host arrays, with the laws of exact_law.h. The CUDA kernels compute the
+// same laws on a GPU (core/cuda/exact_kernel.cu).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/contract.h"
+#include "core/exact/exact_plan.h"
+
+namespace rv {
+
+// The agreement words of n values: exact::kAgreementWords per block, for exact_block_count(n)
+// blocks, to be max-reduced over the ranks.
+void exact_agreement_words(const float* values, std::size_t n, std::int64_t* words);
+
+// into[i] = max(into[i], other[i]): what the library's max all-reduce does, for emulation.
+void merge_agreement_words(std::int64_t* into, const std::int64_t* other, std::size_t words);
+
+// The plan.words int64 digits (and special words) of plan.count values.
+void exact_encode(const float* values, const ExactPlan& plan, std::int64_t* words);
+
+// The results from the summed words: plan.count floats.
+void exact_round(const std::int64_t* sums, const ExactPlan& plan, Op op, float* out);
+
+}  // namespace rv
