@@ -8,7 +8,7 @@
 #include "core/arena.h"
 #include "core/case_reduction.h"
 #include "core/emulated_world.h"
-#include "verify/digest.h"
+#include "verify/golden/digest.h"
 
 namespace rv {
 namespace {

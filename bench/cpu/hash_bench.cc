@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "verify/digest.h"
+#include "verify/golden/digest.h"
 
 namespace rv {
 namespace {

@@ -1,7 +1,7 @@
 #include "tests/cli/cli_support.h"
 
 #include "core/case_id.h"
-#include "verify/golden_file.h"
+#include "verify/golden/golden_file.h"
 
 namespace rv::test {
 

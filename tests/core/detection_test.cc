@@ -15,8 +15,8 @@
 #include "core/case_reduction.h"
 #include "core/fold_law.h"
 #include "core/shard_plan.h"
-#include "verify/digest.h"
-#include "verify/golden_file.h"
+#include "verify/golden/digest.h"
+#include "verify/golden/golden_file.h"
 
 namespace rv {
 namespace {

@@ -1,7 +1,7 @@
 // Golden files (docs/DESIGN.md §3): GNU checksum lines `<digest>  <case-id>`, `#` comments. The
 // line parser classifies every input and never throws; the committed suite parses cleanly
 // and covers the matrix issue 2 asks for.
-#include "verify/golden_file.h"
+#include "verify/golden/golden_file.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

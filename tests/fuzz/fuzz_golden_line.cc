@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "verify/golden_file.h"
+#include "verify/golden/golden_file.h"
 
 namespace {
 

@@ -1,0 +1,101 @@
+// reduce-verify golden: a case matrix → golden lines, each proven by EmulatedWorld under
+// --orders shuffled delivery orders against the reference fold.
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/fp_environment.h"
+#include "verify/cli/commands.h"
+#include "verify/cli/parallel.h"
+#include "verify/common/exit_codes.h"
+#include "verify/common/file_io.h"
+#include "verify/common/progress.h"
+#include "verify/golden/case_matrix.h"
+#include "verify/golden/fingerprint.h"
+#include "verify/golden/golden_file.h"
+#include "verify/golden/golden_maker.h"
+
+namespace rv {
+namespace {
+
+struct GoldenOptions {
+  CaseMatrix matrix;
+  std::vector<std::string> matrix_specs;
+  std::uint32_t orders = 8;
+  std::string output;
+  unsigned threads = 0;
+};
+
+int run_golden(const GoldenOptions& options) {
+  enforce_ieee_fp_environment();
+  std::vector<CaseMatrix> matrices;
+  if (!options.matrix.worlds.empty() || !options.matrix.counts.empty()) {
+    matrices.push_back(options.matrix);
+  }
+  for (const std::string& spec : options.matrix_specs) matrices.push_back(parse_case_matrix(spec));
+  if (matrices.empty()) throw InputError("golden: give --world and --count, or --matrix SPEC");
+
+  std::vector<CaseId> cases;
+  for (const CaseMatrix& matrix : matrices) {
+    const std::vector<CaseId> more = expand_case_matrix(matrix);
+    cases.insert(cases.end(), more.begin(), more.end());
+  }
+
+  std::vector<Digest> digests(cases.size());
+  {
+    Progress progress("golden", cases.size());
+    // Large cases hold W × N floats twice; one worker per core bounds that to two at once.
+    parallel_for(cases.size(), options.threads, [&](std::size_t i) {
+      digests[i] = make_golden_digest(cases[i], options.orders);
+      progress.advance();
+    });
+  }
+
+  std::ostringstream text;
+  text << "# reduce-verify golden digests: contract fixed-order, XXH3-128 (seed 0) of the\n"
+       << "# reduced arena as little-endian binary32 (what xxh128sum prints for its bytes).\n"
+       << "# made by: " << tool_identity() << "\n"
+       << "# proof: EmulatedWorld agreed bit for bit with the reference fold under "
+       << options.orders << " delivery orders per case\n";
+  for (const CaseMatrix& matrix : matrices) {
+    text << "# matrix: " << format_case_matrix(matrix) << "\n";
+  }
+  text << "# regenerate: reduce-verify golden --orders " << options.orders;
+  for (const CaseMatrix& matrix : matrices)
+    text << " --matrix '" << format_case_matrix(matrix) << "'";
+  text << " -o FILE\n";
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    text << format_golden_line(digests[i], cases[i]) << "\n";
+  }
+  const std::string bytes = text.str();
+  if (options.output.empty() || options.output == "-") {
+    std::cout << bytes;
+  } else {
+    write_file_atomically(options.output, bytes.data(), bytes.size());
+    std::cerr << "golden: wrote " << cases.size() << " cases to " << options.output << "\n";
+  }
+  return kExitVerified;
+}
+
+}  // namespace
+
+void setup_golden(CLI::App& app, int& exit_code) {
+  auto options = std::make_shared<GoldenOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "golden",
+      "Compute golden digests for a case matrix. Each case is reduced by EmulatedWorld under "
+      "--orders shuffled delivery orders and by the reference fold; any disagreement aborts.");
+  add_case_matrix_options(*cmd, options->matrix);
+  cmd->add_option("--matrix", options->matrix_specs,
+                  "a whole matrix in one argument, repeatable: "
+                  "'w=1,2;n=0,1000;dist=all;seed=1,2;op=sum,mean'");
+  cmd->add_option("--orders", options->orders, "delivery orders tried per case (default 8)")
+      ->check(CLI::Range(1u, 1000u));
+  cmd->add_option("-o,--output", options->output, "write the golden file here (default stdout)");
+  cmd->add_option("--threads", options->threads, "worker threads (default: one per core)");
+  cmd->callback([options, &exit_code] { exit_code = run_golden(*options); });
+}
+
+}  // namespace rv

@@ -1,0 +1,17 @@
+// Producing golden digests (docs/DESIGN.md §3): each case is reduced by EmulatedWorld under
+// several seeded shuffled delivery orders and by the straight reference fold; all must agree
+// bit for bit, and the streaming re-derivation `check` uses must give the same digest.
+#pragma once
+
+#include <cstdint>
+
+#include "core/case_id.h"
+#include "verify/golden/digest.h"
+
+namespace rv {
+
+// Throws InternalError naming the case, the delivery order and the first differing rank
+// and element when anything disagrees: that is a bug in this tool, never a golden.
+Digest make_golden_digest(const CaseId& id, std::uint32_t orders);
+
+}  // namespace rv

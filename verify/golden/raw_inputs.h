@@ -1,0 +1,30 @@
+// User-supplied arenas (docs/DESIGN.md §4): raw little-endian binary32 files, one per rank, all
+// the same length (e.g. gradient buckets dumped from a real run).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/case_id.h"
+
+namespace rv {
+
+// Reads files[r] as rank r's arena. Throws InputError naming the file: missing or unreadable,
+// a size not a multiple of 4, lengths that differ from file 0's, too many ranks or values.
+// Sizes are checked before anything is read, so bad input never allocates.
+std::vector<std::vector<float>> read_raw_inputs(const std::vector<std::string>& files);
+
+// The same checks without reading: returns the common number of values per file.
+std::uint64_t check_raw_inputs(const std::vector<std::string>& files);
+
+// What `digest --inputs` and `run --inputs` print after the digest, so the two lines are
+// the same: `contract=fixed-order,op=sum,w=3,n=1000,inputs=a.f32;b.f32;c.f32`.
+std::string inputs_label(const std::vector<std::string>& files, Op op, std::size_t count);
+
+// The case a `run --inputs` verdict is filed under: fixed-order, its W, N and op (the data are
+// the files, not a seeded arena).
+CaseId inputs_case(const std::vector<std::string>& files, Op op, std::size_t count);
+
+}  // namespace rv

@@ -1,0 +1,54 @@
+// What `reduce-verify run` was asked to do: its options, the cases it selected from the
+// golden files (or the embedded suite), and how they split into worlds.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/case_id.h"
+#include "verify/golden/digest.h"
+
+namespace rv {
+
+struct RunOptions {
+  std::string transport = "auto";          // auto | gloo | nccl | cuda-loopback
+  std::string contract = "both";           // fixed-order | library-sum | both
+  std::vector<std::string> golden_files;   // empty: the embedded committed suite
+  std::vector<std::string> case_ids;       // --case: only these
+  std::vector<std::uint32_t> worlds;       // --world: only cases of these W
+  std::optional<std::uint32_t> max_world;  // larger worlds are listed as skipped
+  std::uint32_t iters = 1;
+  double timeout_seconds = 60;
+  std::string report_path;
+  std::string junit_path;
+  std::vector<std::string> inputs;     // --inputs: raw per-rank files instead of cases
+  std::string op = "sum";              // with --inputs
+  std::string rendezvous;              // shared directory (or REDUCE_VERIFY_RENDEZVOUS)
+  std::string job_id;                  // per-launch id (or REDUCE_VERIFY_JOB_ID, launcher ids)
+  std::string hostname = "127.0.0.1";  // the address Gloo binds
+
+  std::chrono::milliseconds timeout() const {
+    return std::chrono::milliseconds(static_cast<std::int64_t>(timeout_seconds * 1000));
+  }
+  std::vector<Contract> contracts() const;
+};
+
+struct PlannedCase {
+  CaseId id;           // contract fixed-order: the data and its golden
+  Digest expected;     // the fixed-order golden digest
+  std::string source;  // "golden/fixed-order.xxh128:12"
+};
+
+// The selected cases, in golden-file order. Throws InputError on unreadable or malformed
+// golden files (named file:line), a --case that does not parse, or an empty selection.
+std::vector<PlannedCase> plan_cases(const RunOptions& options);
+
+// Cases grouped by world size, ascending W.
+std::map<std::uint32_t, std::vector<PlannedCase>> group_by_world(
+    const std::vector<PlannedCase>& cases);
+
+}  // namespace rv

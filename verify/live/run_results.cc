@@ -1,0 +1,259 @@
+#include "verify/live/run_results.h"
+
+#include <limits>
+
+#include "core/error.h"
+#include "core/fold_law.h"
+
+namespace rv {
+
+std::string_view to_string(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::kOk:
+      return "OK";
+    case Verdict::kFailed:
+      return "FAILED";
+    case Verdict::kDiffers:
+      return "DIFFERS";
+    case Verdict::kSkipped:
+      return "SKIPPED";
+  }
+  return "?";
+}
+
+namespace {
+
+std::optional<Verdict> parse_verdict(const std::string& text) {
+  for (Verdict v : {Verdict::kOk, Verdict::kFailed, Verdict::kDiffers, Verdict::kSkipped}) {
+    if (to_string(v) == text) return v;
+  }
+  return std::nullopt;
+}
+
+Digest digest_from_json(const nlohmann::json& json) {
+  const auto digest = parse_digest_hex(json.get<std::string>());
+  if (!digest) throw InputError("report: '" + json.get<std::string>() + "' is not a digest");
+  return *digest;
+}
+
+CaseId with_contract(CaseId id, Contract contract) {
+  id.contract = contract;
+  return id;
+}
+
+}  // namespace
+
+std::uint32_t ulp_distance(float a, float b) {
+  const std::uint32_t ua = float_bits(a);
+  const std::uint32_t ub = float_bits(b);
+  if (ua == ub) return 0;
+  if (is_nan_bits(ua) || is_nan_bits(ub)) {
+    return is_nan_bits(ua) && is_nan_bits(ub) ? 0 : std::numeric_limits<std::uint32_t>::max();
+  }
+  // Map sign-magnitude to a monotone unsigned line: −0 and +0 are adjacent-equal.
+  auto ordered = [](std::uint32_t u) -> std::int64_t {
+    return (u & 0x80000000u) ? -static_cast<std::int64_t>(u & 0x7FFFFFFFu)
+                             : static_cast<std::int64_t>(u);
+  };
+  const std::int64_t d = ordered(ua) - ordered(ub);
+  const std::uint64_t distance = static_cast<std::uint64_t>(d < 0 ? -d : d);
+  return static_cast<std::uint32_t>(
+      std::min<std::uint64_t>(distance, std::numeric_limits<std::uint32_t>::max()));
+}
+
+CaseResult skipped_result(const CaseId& data_case, Contract contract, std::string why) {
+  CaseResult result;
+  result.id = with_contract(data_case, contract);
+  result.verdict = Verdict::kSkipped;
+  result.detail = std::move(why);
+  return result;
+}
+
+CaseResult decide_verdict(const CaseId& data_case, Contract contract, const Digest& expected,
+                          const std::vector<const RankRecord*>& records) {
+  CaseResult result;
+  result.id = with_contract(data_case, contract);
+  result.expected = expected;
+  const std::uint32_t world = data_case.world;
+  if (records.size() != world) {
+    result.verdict = Verdict::kFailed;
+    result.detail = "results from " + std::to_string(records.size()) + " of " +
+                    std::to_string(world) + " ranks";
+    return result;
+  }
+  std::string problems;
+  auto note = [&problems](const std::string& text) {
+    problems += (problems.empty() ? "" : "; ") + text;
+  };
+  for (std::uint32_t r = 0; r < world; ++r) {
+    const RankRecord* record = records[r];
+    if (record == nullptr || record->iteration_digests.empty()) {
+      note("rank " + std::to_string(r) + " reported nothing");
+      result.rank_digests.push_back(Digest{});
+      continue;
+    }
+    result.iterations = static_cast<std::uint32_t>(record->iteration_digests.size());
+    const Digest& first = record->iteration_digests.front();
+    result.rank_digests.push_back(first);
+    for (std::size_t k = 1; k < record->iteration_digests.size(); ++k) {
+      if (record->iteration_digests[k] != first) {
+        note("rank " + std::to_string(r) + " iteration " + std::to_string(k + 1) + " gave " +
+             record->iteration_digests[k].hex() + ", iteration 1 " + first.hex());
+        break;
+      }
+    }
+  }
+  for (std::uint32_t r = 1; r < world; ++r) {
+    if (result.rank_digests[r] != result.rank_digests[0]) {
+      note("ranks disagree: rank 0 has " + result.rank_digests[0].hex() + ", rank " +
+           std::to_string(r) + " has " + result.rank_digests[r].hex());
+      break;
+    }
+  }
+  if (!records.empty() && records[0] != nullptr) {
+    result.differing_elements = records[0]->differing_elements;
+    result.max_ulp = records[0]->max_ulp;
+  }
+  if (!problems.empty()) {
+    result.verdict = Verdict::kFailed;
+    result.detail = problems;
+    return result;
+  }
+  const Digest& digest = result.rank_digests[0];
+  if (digest == expected) {
+    result.verdict = Verdict::kOk;
+    return result;
+  }
+  const bool must_match =
+      contract == Contract::kFixedOrder || data_case.dist == Distribution::kExact || world <= 2;
+  if (must_match) {
+    result.verdict = Verdict::kFailed;
+    result.detail = "digest " + digest.hex() + " differs from the golden " + expected.hex();
+    if (contract == Contract::kLibrarySum) {
+      result.detail += world <= 2 ? " (W <= 2: one commutative addition must match)"
+                                  : " (exact data: every association is exact and must match)";
+    }
+  } else {
+    result.verdict = Verdict::kDiffers;
+    result.detail = "differs from fixed-order";
+  }
+  if (result.differing_elements) {
+    result.detail += ": " + std::to_string(*result.differing_elements) + " elements differ, max " +
+                     std::to_string(result.max_ulp.value_or(0)) + " ulp";
+  }
+  return result;
+}
+
+nlohmann::json to_json(const RankReport& report) {
+  nlohmann::json records = nlohmann::json::array();
+  for (const RankRecord& record : report.records) {
+    nlohmann::json digests = nlohmann::json::array();
+    for (const Digest& d : record.iteration_digests) digests.push_back(d.hex());
+    nlohmann::json item = {{"case", record.case_id},
+                           {"contract", std::string(to_string(record.contract))},
+                           {"iteration_digests", digests}};
+    if (record.differing_elements) item["differing_elements"] = *record.differing_elements;
+    if (record.max_ulp) item["max_ulp"] = *record.max_ulp;
+    records.push_back(item);
+  }
+  return {{"rank", report.rank}, {"world", report.world}, {"records", records}};
+}
+
+RankReport rank_report_from_json(const nlohmann::json& json) {
+  try {
+    RankReport report;
+    report.rank = json.at("rank").get<std::uint32_t>();
+    report.world = json.at("world").get<std::uint32_t>();
+    for (const auto& item : json.at("records")) {
+      RankRecord record;
+      record.case_id = item.at("case").get<std::string>();
+      const auto contract = parse_contract(item.at("contract").get<std::string>());
+      if (!contract) throw InputError("rank report: bad contract");
+      record.contract = *contract;
+      for (const auto& d : item.at("iteration_digests")) {
+        record.iteration_digests.push_back(digest_from_json(d));
+      }
+      if (item.contains("differing_elements")) {
+        record.differing_elements = item["differing_elements"].get<std::uint64_t>();
+      }
+      if (item.contains("max_ulp")) record.max_ulp = item["max_ulp"].get<std::uint32_t>();
+      report.records.push_back(std::move(record));
+    }
+    return report;
+  } catch (const nlohmann::json::exception& error) {
+    throw InputError(std::string("rank report: ") + error.what());
+  }
+}
+
+nlohmann::json to_json(const CaseResult& result) {
+  nlohmann::json ranks = nlohmann::json::array();
+  for (std::size_t r = 0; r < result.rank_digests.size(); ++r) {
+    const bool agrees = result.expected && result.rank_digests[r] == *result.expected;
+    ranks.push_back(
+        {{"rank", r}, {"digest", result.rank_digests[r].hex()}, {"matches_golden", agrees}});
+  }
+  nlohmann::json json = {{"case", format_case_id(result.id)},
+                         {"contract", std::string(to_string(result.id.contract))},
+                         {"w", result.id.world},
+                         {"verdict", std::string(to_string(result.verdict))},
+                         {"detail", result.detail},
+                         {"iterations", result.iterations},
+                         {"ranks", ranks}};
+  json["expected"] = result.expected ? result.expected->hex() : "";
+  json["digest"] = result.rank_digests.empty() ? "" : result.rank_digests[0].hex();
+  if (result.differing_elements) json["differing_elements"] = *result.differing_elements;
+  if (result.max_ulp) json["max_ulp"] = *result.max_ulp;
+  return json;
+}
+
+CaseResult case_result_from_json(const nlohmann::json& json) {
+  try {
+    CaseResult result;
+    result.id = parse_case_id(json.at("case").get<std::string>());
+    const auto verdict = parse_verdict(json.at("verdict").get<std::string>());
+    if (!verdict) throw InputError("report: unknown verdict in " + json.dump());
+    result.verdict = *verdict;
+    result.detail = json.value("detail", "");
+    result.iterations = json.value("iterations", 0u);
+    const std::string expected = json.value("expected", "");
+    if (!expected.empty()) result.expected = digest_from_json(expected);
+    for (const auto& rank : json.at("ranks")) {
+      result.rank_digests.push_back(digest_from_json(rank.at("digest")));
+    }
+    if (json.contains("differing_elements")) {
+      result.differing_elements = json["differing_elements"].get<std::uint64_t>();
+    }
+    if (json.contains("max_ulp")) result.max_ulp = json["max_ulp"].get<std::uint32_t>();
+    return result;
+  } catch (const nlohmann::json::exception& error) {
+    throw InputError(std::string("report: ") + error.what());
+  }
+}
+
+nlohmann::json to_json(const WorldResults& world) {
+  nlohmann::json results = nlohmann::json::array();
+  for (const CaseResult& r : world.results) results.push_back(to_json(r));
+  return {{"world", world.world},
+          {"transport", world.transport},
+          {"transport_library", world.transport_library},
+          {"device", world.device},
+          {"results", results},
+          {"inputs_line", world.inputs_line}};
+}
+
+WorldResults world_results_from_json(const nlohmann::json& json) {
+  try {
+    WorldResults world;
+    world.world = json.at("world").get<std::uint32_t>();
+    world.transport = json.at("transport").get<std::string>();
+    world.transport_library = json.at("transport_library").get<std::string>();
+    world.device = json.value("device", "");
+    world.inputs_line = json.value("inputs_line", "");
+    for (const auto& r : json.at("results")) world.results.push_back(case_result_from_json(r));
+    return world;
+  } catch (const nlohmann::json::exception& error) {
+    throw InputError(std::string("world results: ") + error.what());
+  }
+}
+
+}  // namespace rv
