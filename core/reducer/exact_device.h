@@ -1,0 +1,37 @@
+// Where the exact reducer's element work runs: the host (core/exact/host_exact.h) or one GPU
+// (core/cuda/exact_kernel.cu). The exact reducer is written once against this interface and
+// a Transport, as the fixed-order reducer is against FoldDevice.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/contract.h"
+#include "core/exact/exact_plan.h"
+
+namespace rv {
+
+class ExactDevice {
+ public:
+  virtual ~ExactDevice() = default;
+  // "cpu" or e.g. "cuda:0 NVIDIA H200"
+  virtual const char* name() const = 0;
+  // int64 scratch in this device's memory (never null, even for n = 0); freed by free_words.
+  virtual std::int64_t* allocate_words(std::size_t n) = 0;
+  virtual void free_words(std::int64_t* p) = 0;
+  // The agreement words of n values (exact_block_count(n) × exact::kAgreementWords).
+  virtual void agreement_words(const float* values, std::size_t n, std::int64_t* words) = 0;
+  // Copies n words from this device's memory to the host, after all work issued.
+  virtual void download_words(std::int64_t* host, const std::int64_t* words, std::size_t n) = 0;
+  // The plan.words digits of plan.count values (host_exact.h's exact_encode, bit for bit).
+  virtual void encode(const float* values, const ExactPlan& plan, std::int64_t* words) = 0;
+  // The plan.count results from the summed words (host_exact.h's exact_round, bit for bit).
+  virtual void round(const std::int64_t* sums, const ExactPlan& plan, Op op, float* out) = 0;
+  // Waits until all work issued on this device is done.
+  virtual void synchronize() = 0;
+};
+
+// The host: core/exact/host_exact.h's functions over host memory.
+ExactDevice& host_exact_device();
+
+}  // namespace rv

@@ -1,0 +1,82 @@
+#include "core/reducer/exact_reducer.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "core/error.h"
+#include "core/exact/exact_law.h"
+#include "core/reducer/agreement.h"
+
+namespace rv {
+
+ExactOptions ExactOptions::for_device(const ExactDevice& device) {
+  ExactOptions options;
+  // 256 Ki elements: one limb's digits are 2 MiB, so the round reads them from cache.
+  if (std::strcmp(device.name(), host_exact_device().name()) == 0) {
+    options.piece_elements = std::size_t{1} << 18;
+  }
+  return options;
+}
+
+ExactReducer::ExactReducer(Transport& transport, ExactDevice& device)
+    : ExactReducer(transport, device, ExactOptions::for_device(device)) {}
+
+ExactReducer::ExactReducer(Transport& transport, ExactDevice& device, const ExactOptions& options)
+    : transport_(transport), device_(device), options_(options) {
+  RV_ENFORCE_EQ(InputError, options.piece_elements % exact::kBlock, std::size_t{0},
+                "exact reducer: pieces must hold whole blocks of", exact::kBlock, "elements");
+  RV_ENFORCE_LE(InputError, transport.world_size(), exact::kMaxWorld,
+                "exact reducer: the encoding supports worlds up to 2^20 ranks");
+}
+
+ExactReducer::~ExactReducer() {
+  if (words_ != nullptr) device_.free_words(words_);
+}
+
+std::int64_t* ExactReducer::words_scratch(std::size_t n) {
+  if (words_ == nullptr || words_capacity_ < n) {
+    if (words_ != nullptr) device_.free_words(words_);
+    words_ = nullptr;  // stays null if allocate throws
+    words_ = device_.allocate_words(n);
+    words_capacity_ = n;
+  }
+  return words_;
+}
+
+void ExactReducer::all_reduce(float* arena, std::size_t n, Op op) {
+  const std::uint32_t world = transport_.world_size();
+  // Every size below follows from n and W (and the agreed words), so once the ranks agree on
+  // n they cannot post different sizes.
+  agree_across_ranks(transport_, "exact all_reduce of n=" + std::to_string(n) + " values");
+  traffic_ = ExactTraffic{};
+  traffic_.elements = n;
+  if (n == 0) return;
+
+  // One max round agrees every block's window for the whole arena.
+  const std::size_t agreement_words = exact_block_count(n) * exact::kAgreementWords;
+  std::int64_t* words = words_scratch(agreement_words);
+  device_.agreement_words(arena, n, words);
+  device_.synchronize();
+  transport_.all_reduce_int64(words, agreement_words, IntReduction::kMax);
+  agreed_.resize(agreement_words);
+  device_.download_words(agreed_.data(), words, agreement_words);
+  traffic_.agreement_words = agreement_words;
+
+  const std::size_t piece = options_.piece_elements == 0 ? n : options_.piece_elements;
+  for (std::size_t begin = 0; begin < n; begin += piece) {
+    const std::size_t count = std::min(piece, n - begin);
+    const std::size_t first_block = begin / exact::kBlock;
+    const ExactPlan plan =
+        plan_exact_blocks(agreed_.data() + first_block * exact::kAgreementWords, count, world);
+    std::int64_t* digits = words_scratch(plan.words);
+    device_.encode(arena + begin, plan, digits);
+    device_.synchronize();
+    transport_.all_reduce_int64(digits, plan.words, IntReduction::kSum);
+    device_.round(digits, plan, op, arena + begin);
+    device_.synchronize();
+    traffic_.sum_words += plan.words;
+  }
+}
+
+}  // namespace rv

@@ -1,0 +1,67 @@
+// The exact reducer (docs/DESIGN.md §2, §5): the correctly rounded sum through the library's
+// own integer all-reduce. Every rank computes its blocks' agreement words; one int64 max
+// all-reduce agrees the windows; every rank writes its digits; one int64 sum all-reduce per
+// piece adds them (any algorithm the library picks: integer sums are associative); every
+// rank rounds the same sums to the same floats. No float addition happens in the library.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "core/contract.h"
+#include "core/reducer/exact_device.h"
+#include "core/transport/transport.h"
+
+namespace rv {
+
+struct ExactOptions {
+  // Elements per sum round (a multiple of exact::kBlock; 0 = the whole arena at once). The
+  // host works in cache-sized pieces; a GPU wants large messages.
+  std::size_t piece_elements = 0;
+  static ExactOptions for_device(const ExactDevice& device);
+};
+
+// What the last all_reduce moved through the library, per rank, in int64 words.
+struct ExactTraffic {
+  std::size_t agreement_words = 0;
+  std::size_t sum_words = 0;
+  std::size_t elements = 0;
+  double bytes_per_element() const {
+    return elements == 0 ? 0.0
+                         : 8.0 * static_cast<double>(agreement_words + sum_words) /
+                               static_cast<double>(elements);
+  }
+};
+
+class ExactReducer {
+ public:
+  // Scratch is allocated on `device` at the first call and reused (grown when needed). Both
+  // references must outlive the reducer.
+  ExactReducer(Transport& transport, ExactDevice& device);
+  ExactReducer(Transport& transport, ExactDevice& device, const ExactOptions& options);
+  ~ExactReducer();
+  ExactReducer(const ExactReducer&) = delete;
+  ExactReducer& operator=(const ExactReducer&) = delete;
+
+  // In place over the n floats of `arena` (in the device's memory); afterwards every rank
+  // holds identical bits: the exact contract's. Collective: every rank calls it with the
+  // same op. The ranks agree on n first: a rank with another length is an InputError on every
+  // rank naming who has what. W ≤ 2^20.
+  void all_reduce(float* arena, std::size_t n, Op op);
+
+  const ExactTraffic& last_traffic() const { return traffic_; }
+
+ private:
+  std::int64_t* words_scratch(std::size_t n);
+
+  Transport& transport_;
+  ExactDevice& device_;
+  ExactOptions options_;
+  std::int64_t* words_ = nullptr;
+  std::size_t words_capacity_ = 0;
+  std::vector<std::int64_t> agreed_;
+  ExactTraffic traffic_;
+};
+
+}  // namespace rv
