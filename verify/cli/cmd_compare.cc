@@ -1,12 +1,15 @@
 // reduce-verify compare A.json B.json: lines up two run reports (two boxes, two NCCL
 // versions, two GPUs): which cases agree, which differ (both digests), which exist in one
-// only, and how the fingerprints differ. Exit 0 when every shared fixed-order case agrees.
+// only, how the fingerprints differ, and (reports made with --accuracy) each report's error
+// against the exact contract. Exit 0 when every shared fixed-order and exact case agrees.
+#include <algorithm>
 #include <iostream>
 #include <map>
 #include <memory>
 
 #include <nlohmann/json.hpp>
 
+#include "core/case_id.h"
 #include "core/error.h"
 #include "verify/cli/commands.h"
 #include "verify/common/exit_codes.h"
@@ -20,10 +23,24 @@ struct CompareOptions {
   bool verbose = false;
 };
 
+// A report's error against exact, summed over its results of one contract and distribution.
+struct AccuracySummary {
+  std::size_t cases = 0;
+  std::uint64_t differing = 0;
+  std::uint32_t max_ulp = 0;
+  double mean_ulp_sum = 0;  // of the per-case mean ulp distances
+};
+
 struct ReportDigests {
   nlohmann::json fingerprint;
   std::map<std::string, std::string> digests;  // case id (with contract) → digest
+  std::map<std::string, AccuracySummary> accuracy;  // "contract dist" → summary
 };
+
+// Contracts with portable bits: their digests must agree between any two boxes.
+bool portable(const std::string& id) {
+  return id.rfind("contract=fixed-order,", 0) == 0 || id.rfind("contract=exact,", 0) == 0;
+}
 
 ReportDigests load(const std::string& path) {
   const std::string text = read_file_bytes(path, std::uint64_t{1} << 30);
@@ -45,7 +62,18 @@ ReportDigests load(const std::string& path) {
     const std::string verdict = result.value("verdict", "");
     const std::string digest = result.value("digest", "");
     if (verdict == "SKIPPED" || digest.empty()) continue;
-    report.digests[result["case"].get<std::string>()] = digest;
+    const std::string id = result["case"].get<std::string>();
+    report.digests[id] = digest;
+    if (result.contains("vs_exact") && result["vs_exact"].is_object()) {
+      const auto& e = result["vs_exact"];
+      const CaseId parsed = parse_case_id(id);  // a report's ids are canonical
+      AccuracySummary& summary = report.accuracy[std::string(to_string(parsed.contract)) + " " +
+                                                 std::string(to_string(parsed.dist))];
+      ++summary.cases;
+      summary.differing += e.value("differing_elements", std::uint64_t{0});
+      summary.max_ulp = std::max(summary.max_ulp, e.value("max_ulp", std::uint32_t{0}));
+      summary.mean_ulp_sum += e.value("mean_ulp", 0.0);
+    }
   }
   return report;
 }
@@ -58,7 +86,7 @@ int run_compare(const CompareOptions& options) {
   std::size_t only_a = 0, only_b = 0;
   for (const auto& [id, digest] : a.digests) {
     const auto other = b.digests.find(id);
-    const bool fixed_order = id.rfind("contract=fixed-order,", 0) == 0;
+    const bool fixed_order = portable(id);
     if (other == b.digests.end()) {
       ++only_a;
       if (options.verbose) std::cout << "only in A: " << id << "\n";
@@ -93,13 +121,23 @@ int run_compare(const CompareOptions& options) {
               << " | B " << (values.second.empty() ? "(none)" : values.second) << "\n";
   }
   std::cout << "  (" << same << " fields equal)\n";
+  for (const auto* report : {&a, &b}) {
+    if (report->accuracy.empty()) continue;
+    std::cout << "error against exact in " << (report == &a ? "A" : "B")
+              << " (contract dist: cases, differing elements, max ulp, mean ulp per case):\n";
+    for (const auto& [key, summary] : report->accuracy) {
+      std::cout << "  " << key << ": " << summary.cases << " cases, " << summary.differing
+                << " differing, max " << summary.max_ulp << " ulp, mean "
+                << summary.mean_ulp_sum / static_cast<double>(summary.cases) << " ulp\n";
+    }
+  }
   std::cout << "library-sum: " << library_agree << " agree, " << library_differ
             << " differ (reported, not failures)\n";
   std::cout << "only in A: " << only_a << ", only in B: " << only_b << "\n";
   std::cout << agree << " passed, " << differ << " failed\n";
   if (differ > 0) return kExitVerificationFailed;
   if (agree == 0) {
-    std::cerr << "reduce-verify compare: the reports share no fixed-order case\n";
+    std::cerr << "reduce-verify compare: the reports share no fixed-order or exact case\n";
     return kExitVerificationFailed;
   }
   return kExitVerified;
@@ -112,8 +150,9 @@ void setup_compare(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "compare",
       "Line up two run reports (e.g. from two boxes): agreeing and differing cases, cases in "
-      "one report only, fingerprint differences. Exit 0 when every shared fixed-order case "
-      "agrees.");
+      "one report only, fingerprint differences, and each report's error against the exact "
+      "contract (reports made with run --accuracy). Exit 0 when every shared fixed-order and "
+      "exact case agrees.");
   cmd->add_option("report_a", options->a, "a report from `run --report`")->required();
   cmd->add_option("report_b", options->b, "another report")->required();
   cmd->add_flag("-v,--verbose", options->verbose, "also list agreeing and one-sided cases");

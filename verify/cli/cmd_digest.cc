@@ -8,6 +8,7 @@
 #include "core/case_reduction.h"
 #include "core/emulated_world.h"
 #include "core/error.h"
+#include "core/exact/exact_reduction.h"
 #include "core/fp_environment.h"
 #include "verify/cli/commands.h"
 #include "verify/common/exit_codes.h"
@@ -32,18 +33,24 @@ void digest_inputs(const DigestOptions& options) {
   const auto op = parse_op(options.matrix.ops[0]);
   if (!op) throw InputError("digest --inputs: --op must be sum or mean");
   const auto arenas = read_raw_inputs(options.inputs);
-  const std::vector<float> reduced = reference_fold(arenas, *op);
+  const bool exact = options.matrix.contract == "exact";
+  const std::vector<float> reduced =
+      exact ? reference_exact(arenas, *op) : reference_fold(arenas, *op);
   const Digest digest = digest_floats(reduced.data(), reduced.size());
   if (!options.dump.empty()) {
     write_file_atomically(options.dump, reduced.data(), reduced.size() * sizeof(float));
   }
-  std::cout << digest.hex() << "  " << inputs_label(options.inputs, *op, reduced.size()) << "\n";
+  std::cout << digest.hex() << "  "
+            << inputs_label(options.inputs, *op, reduced.size(),
+                            exact ? Contract::kExact : Contract::kFixedOrder)
+            << "\n";
 }
 
 void digest_one_case(const CaseId& id, const std::string& dump) {
-  if (id.contract != Contract::kFixedOrder) {
-    throw InputError("digest: contract " + std::string(to_string(id.contract)) +
-                     " has no portable digest; only fixed-order cases can be re-derived");
+  if (id.contract == Contract::kLibrarySum) {
+    throw InputError(
+        "digest: contract library-sum has no portable digest; fixed-order and exact cases "
+        "can be re-derived");
   }
   DigestStream stream;
   std::ofstream out;
@@ -103,9 +110,9 @@ void setup_digest(CLI::App& app, int& exit_code) {
   options->matrix.ops = {"sum"};  // one digest unless asked for both
   CLI::App* cmd = app.add_subcommand(
       "digest",
-      "Print the fixed-order digest of a case (--case ID or case options; prints a golden "
-      "line) or of raw per-rank files (--inputs r0.f32 r1.f32 ...). The first token of the "
-      "line is the digest.");
+      "Print the digest of a case (--case ID or case options; prints a golden line) or of raw "
+      "per-rank files (--inputs r0.f32 r1.f32 ...) under the fixed-order or the exact "
+      "contract (--contract). The first token of the line is the digest.");
   cmd->add_option(
       "--case", options->case_ids,
       "a case id, e.g. contract=fixed-order,op=mean,w=4,n=1000003,dist=wide,seed=7,gen=1");

@@ -53,12 +53,26 @@ int run_golden(const GoldenOptions& options) {
     });
   }
 
+  std::string contracts;
+  for (const CaseMatrix& matrix : matrices) {
+    if (contracts.find(matrix.contract) == std::string::npos) {
+      contracts += (contracts.empty() ? "" : ", ") + matrix.contract;
+    }
+  }
+  const bool exact_only = contracts == "exact";
   std::ostringstream text;
-  text << "# reduce-verify golden digests: contract fixed-order, XXH3-128 (seed 0) of the\n"
+  text << "# reduce-verify golden digests: contract " << contracts
+       << ", XXH3-128 (seed 0) of the\n"
        << "# reduced arena as little-endian binary32 (what xxh128sum prints for its bytes).\n"
-       << "# made by: " << tool_identity() << "\n"
-       << "# proof: EmulatedWorld agreed bit for bit with the reference fold under "
-       << options.orders << " delivery orders per case\n";
+       << "# made by: " << tool_identity() << "\n";
+  if (exact_only) {
+    text << "# proof: EmulatedWorld's integer dataflow agreed bit for bit with the straight exact "
+            "reference under "
+         << options.orders << " delivery orders per case, the ranks permuted in every other\n";
+  } else {
+    text << "# proof: EmulatedWorld agreed bit for bit with the reference fold under "
+         << options.orders << " delivery orders per case\n";
+  }
   for (const CaseMatrix& matrix : matrices) {
     text << "# matrix: " << format_case_matrix(matrix) << "\n";
   }
@@ -85,8 +99,9 @@ void setup_golden(CLI::App& app, int& exit_code) {
   auto options = std::make_shared<GoldenOptions>();
   CLI::App* cmd = app.add_subcommand(
       "golden",
-      "Compute golden digests for a case matrix. Each case is reduced by EmulatedWorld under "
-      "--orders shuffled delivery orders and by the reference fold; any disagreement aborts.");
+      "Compute golden digests for a case matrix (--contract fixed-order or exact). Each case "
+      "is reduced by EmulatedWorld under --orders shuffled delivery orders (exact: and with "
+      "the ranks permuted) and by the straight reference; any disagreement aborts.");
   add_case_matrix_options(*cmd, options->matrix);
   cmd->add_option("--matrix", options->matrix_specs,
                   "a whole matrix in one argument, repeatable: "

@@ -45,10 +45,13 @@ void setup_run(CLI::App& app, int& exit_code) {
       "each process is one rank (give --rendezvous DIR and a job id).");
   cmd->add_option("--transport", o.transport, "auto | gloo | nccl | cuda-loopback (default auto)")
       ->check(CLI::IsMember({"auto", "gloo", "nccl", "cuda-loopback"}));
-  cmd->add_option("--contract", o.contract, "fixed-order | library-sum | both (default both)")
-      ->check(CLI::IsMember({"fixed-order", "library-sum", "both"}));
+  cmd->add_option("--contract", o.contract,
+                  "fixed-order | library-sum | exact | both (fixed-order and library-sum) | all "
+                  "(the three; default all)")
+      ->check(CLI::IsMember({"fixed-order", "library-sum", "exact", "both", "all"}));
   cmd->add_option("--golden", o.golden_files, "golden files (default: the embedded suite)");
-  cmd->add_option("--case", o.case_ids, "run only this fixed-order case id (repeatable)");
+  cmd->add_option("--case", o.case_ids,
+                  "run only this case id (repeatable; its data: --contract chooses what runs)");
   cmd->add_option("--world", o.worlds, "run only the cases of these world sizes, e.g. 2,3,8")
       ->delimiter(',')
       ->check(CLI::Range(1u, kMaxWorld));
@@ -74,6 +77,9 @@ void setup_run(CLI::App& app, int& exit_code) {
                   "per-launch job id (default: REDUCE_VERIFY_JOB_ID, SLURM_JOB_ID.SLURM_STEP_ID, "
                   "TORCHELASTIC_RUN_ID or OMPI_MCA_ess_base_jobid)");
   cmd->add_option("--hostname", o.hostname, "address Gloo binds (default 127.0.0.1)");
+  cmd->add_flag("--accuracy", o.accuracy,
+                "rank 0 also measures every fixed-order and library-sum result against the "
+                "exact contract's (differing elements, max and mean ulp) for the report");
   cmd->callback([command, &exit_code] {
     command->args = command_line_arguments();
     exit_code = run_run(*command);

@@ -9,6 +9,8 @@ namespace rv {
 
 void add_case_matrix_options(CLI::App& app, CaseMatrix& matrix) {
   auto* group = app.add_option_group("case matrix", "the cross product of these lists");
+  group->add_option("--contract", matrix.contract, "fixed-order or exact (default fixed-order)")
+      ->check(CLI::IsMember({"fixed-order", "exact"}));
   group->add_option("--op", matrix.ops, "ops: sum, mean (default: both)")
       ->delimiter(',')
       ->check(CLI::IsMember({"sum", "mean"}));
@@ -95,13 +97,19 @@ CaseMatrix parse_case_matrix(const std::string& spec) {
       const auto gens = parse_numbers<std::uint32_t>(key, list);
       if (gens.size() != 1) throw InputError("case matrix: key 'gen' takes one version");
       matrix.gen = gens[0];
+    } else if (key == "contract") {
+      const auto contract = parse_contract(list);
+      if (!contract || *contract == Contract::kLibrarySum) {
+        throw InputError("case matrix: contract '" + list + "' is not fixed-order or exact");
+      }
+      matrix.contract = list;
     } else if (key == "op") {
       matrix.ops = parse_words(list);
     } else if (key == "dist") {
       matrix.dists = parse_words(list);
     } else {
       throw InputError("case matrix '" + spec + "': unknown key '" + key +
-                       "' (keys: w, n, dist, seed, op, gen)");
+                       "' (keys: contract, w, n, dist, seed, op, gen)");
     }
   }
   if (!have_w || !have_n) throw InputError("case matrix '" + spec + "': needs both w= and n=");
@@ -111,6 +119,11 @@ CaseMatrix parse_case_matrix(const std::string& spec) {
 std::vector<CaseId> expand_case_matrix(const CaseMatrix& matrix) {
   if (matrix.worlds.empty()) throw InputError("case matrix: no world sizes (--world)");
   if (matrix.counts.empty()) throw InputError("case matrix: no element counts (--count)");
+  const auto contract = parse_contract(matrix.contract);
+  if (!contract || *contract == Contract::kLibrarySum) {
+    throw InputError("case matrix: contract '" + matrix.contract +
+                     "' has no golden digests (fixed-order or exact)");
+  }
   std::vector<Op> ops;
   for (const std::string& text : matrix.ops) {
     const auto op = parse_op(text);
@@ -134,6 +147,7 @@ std::vector<CaseId> expand_case_matrix(const CaseMatrix& matrix) {
         for (Distribution dist : dists) {
           for (std::uint64_t seed : matrix.seeds) {
             CaseId id;
+            id.contract = *contract;
             id.op = op;
             id.world = w;
             id.count = n;
@@ -151,7 +165,9 @@ std::vector<CaseId> expand_case_matrix(const CaseMatrix& matrix) {
 }
 
 std::string format_case_matrix(const CaseMatrix& matrix) {
-  return "w=" + join(matrix.worlds) + ";n=" + join(matrix.counts) + ";dist=" + join(matrix.dists) +
+  const std::string contract =
+      matrix.contract == "fixed-order" ? "" : "contract=" + matrix.contract + ";";
+  return contract + "w=" + join(matrix.worlds) + ";n=" + join(matrix.counts) + ";dist=" + join(matrix.dists) +
          ";seed=" + join(matrix.seeds) + ";op=" + join(matrix.ops) +
          ";gen=" + std::to_string(matrix.gen);
 }

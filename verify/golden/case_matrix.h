@@ -13,6 +13,7 @@
 namespace rv {
 
 struct CaseMatrix {
+  std::string contract = "fixed-order";  // fixed-order | exact (the contracts with goldens)
   std::vector<std::string> ops = {"sum", "mean"};
   std::vector<std::uint32_t> worlds;
   std::vector<std::uint64_t> counts;
@@ -21,17 +22,20 @@ struct CaseMatrix {
   std::uint32_t gen = kLatestGenerator;
 };
 
-// Adds --op, --world, --count, --dist, --seed, --gen to app (comma-separated lists).
+// Adds --contract, --op, --world, --count, --dist, --seed, --gen to app (comma-separated
+// lists).
 void add_case_matrix_options(CLI::App& app, CaseMatrix& matrix);
 
 // Parses a one-line matrix "w=1,2;n=0,1000;dist=all;seed=1,2;op=sum,mean" (keys w and n
-// required; the others default as in CaseMatrix). Throws InputError naming the key.
+// required; the others, contract= among them, default as in CaseMatrix). Throws InputError
+// naming the key.
 CaseMatrix parse_case_matrix(const std::string& spec);
 
 // The cross product, in the order op, w, n, dist, seed; every id validated.
 std::vector<CaseId> expand_case_matrix(const CaseMatrix& matrix);
 
-// The spec of parse_case_matrix for a matrix (for golden file headers).
+// The spec of parse_case_matrix for a matrix (for golden file headers); contract= is written
+// only when it is not fixed-order, so fixed-order headers stay as they were.
 std::string format_case_matrix(const CaseMatrix& matrix);
 
 }  // namespace rv

@@ -42,16 +42,20 @@ std::vector<std::vector<float>> read_raw_inputs(const std::vector<std::string>& 
   return arenas;
 }
 
-std::string inputs_label(const std::vector<std::string>& files, Op op, std::size_t count) {
-  std::string label = "contract=fixed-order,op=" + std::string(to_string(op)) +
+std::string inputs_label(const std::vector<std::string>& files, Op op, std::size_t count,
+                         Contract contract) {
+  std::string label = "contract=" + std::string(to_string(contract)) +
+                      ",op=" + std::string(to_string(op)) +
                       ",w=" + std::to_string(files.size()) + ",n=" + std::to_string(count) +
                       ",inputs=";
   for (std::size_t r = 0; r < files.size(); ++r) label += (r ? ";" : "") + files[r];
   return label;
 }
 
-CaseId inputs_case(const std::vector<std::string>& files, Op op, std::size_t count) {
+CaseId inputs_case(const std::vector<std::string>& files, Op op, std::size_t count,
+                   Contract contract) {
   CaseId id;
+  id.contract = contract;
   id.op = op;
   id.world = static_cast<std::uint32_t>(files.size());
   id.count = count;

@@ -21,10 +21,12 @@ std::uint64_t check_raw_inputs(const std::vector<std::string>& files);
 
 // What `digest --inputs` and `run --inputs` print after the digest, so the two lines are
 // the same: `contract=fixed-order,op=sum,w=3,n=1000,inputs=a.f32;b.f32;c.f32`.
-std::string inputs_label(const std::vector<std::string>& files, Op op, std::size_t count);
+std::string inputs_label(const std::vector<std::string>& files, Op op, std::size_t count,
+                         Contract contract = Contract::kFixedOrder);
 
-// The case a `run --inputs` verdict is filed under: fixed-order, its W, N and op (the data are
-// the files, not a seeded arena).
-CaseId inputs_case(const std::vector<std::string>& files, Op op, std::size_t count);
+// The case a `run --inputs` verdict is filed under: the contract, its W, N and op (the data
+// are the files, not a seeded arena).
+CaseId inputs_case(const std::vector<std::string>& files, Op op, std::size_t count,
+                   Contract contract = Contract::kFixedOrder);
 
 }  // namespace rv

@@ -9,6 +9,7 @@
 #include "core/launch/file_barrier.h"
 #include "core/launch/job_directory.h"
 #include "core/reducer/agreement.h"
+#include "core/reducer/exact_reducer.h"
 #include "core/reducer/fixed_order_reducer.h"
 #include "core/reducer/library_sum_reducer.h"
 #include "verify/common/exit_codes.h"
@@ -35,24 +36,18 @@ class DeviceArena {
   float* data_;
 };
 
-// Compares a reduced arena with the reference fold of its case, element by element.
-void compare_with_reference(const CaseId& id, const std::vector<float>& reduced,
-                            RankRecord& record) {
-  std::uint64_t differing = 0;
-  std::uint32_t max_ulp = 0;
+// Compares a reduced arena with the reference of its case under `reference` (fixed-order's
+// fold for library-sum's differences; exact's correctly rounded sum for --accuracy).
+ErrorVsExact compare_with_reference(CaseId id, Contract reference,
+                                    const std::vector<float>& reduced) {
+  id.contract = reference;
+  ErrorMeter meter;
   std::size_t offset = 0;
   stream_reference_reduction(id, [&](const float* values, std::size_t count) {
-    for (std::size_t i = 0; i < count; ++i) {
-      const std::uint32_t d = ulp_distance(reduced[offset + i], values[i]);
-      if (d != 0) {
-        ++differing;
-        max_ulp = std::max(max_ulp, d);
-      }
-    }
+    for (std::size_t i = 0; i < count; ++i) meter.add(reduced[offset + i], values[i]);
     offset += count;
   });
-  record.differing_elements = differing;
-  record.max_ulp = max_ulp;
+  return meter.finish();
 }
 
 struct RankSession {
@@ -61,6 +56,7 @@ struct RankSession {
   JobDirectory job;
   RankTransport link;
   std::unique_ptr<FixedOrderReducer> reducer;
+  std::unique_ptr<ExactReducer> exact_reducer;  // made at the first exact case
 };
 
 // Reduces `arena` once under `contract`, returns the result on the host.
@@ -71,6 +67,15 @@ std::vector<float> reduce_once(RankSession& s, const std::vector<float>& arena, 
   device.upload(buffer, arena.data(), n * sizeof(float));
   if (contract == Contract::kFixedOrder) {
     s.reducer->all_reduce(buffer, n, op);
+  } else if (contract == Contract::kExact) {
+    if (s.link.exact_device == nullptr) {
+      throw InputError("the exact contract is not available on transport " +
+                       s.link.transport->name() + " in this build");
+    }
+    if (!s.exact_reducer) {
+      s.exact_reducer = std::make_unique<ExactReducer>(*s.link.transport, *s.link.exact_device);
+    }
+    s.exact_reducer->all_reduce(buffer, n, op);
   } else {
     library_sum_all_reduce(*s.link.transport, device, buffer, n, op);
   }
@@ -112,10 +117,15 @@ RankReport run_cases(RankSession& s, const std::vector<PlannedCase>& cases) {
       for (std::uint32_t k = 0; k < s.options.iters; ++k) {
         const std::vector<float> reduced = reduce_once(s, arena, buffer.data(), contract, c.id.op);
         record.iteration_digests.push_back(digest_floats(reduced.data(), reduced.size()));
-        const bool report_differences = k == 0 && s.launch.rank == 0 &&
-                                        contract == Contract::kLibrarySum &&
-                                        record.iteration_digests[0] != c.expected;
-        if (report_differences) compare_with_reference(c.id, reduced, record);
+        if (k != 0 || s.launch.rank != 0) continue;
+        if (contract == Contract::kLibrarySum && record.iteration_digests[0] != c.expected) {
+          const ErrorVsExact d = compare_with_reference(c.id, Contract::kFixedOrder, reduced);
+          record.differing_elements = d.differing_elements;
+          record.max_ulp = d.max_ulp;
+        }
+        if (s.options.accuracy && contract != Contract::kExact) {
+          record.vs_exact = compare_with_reference(c.id, Contract::kExact, reduced);
+        }
       }
       report.records.push_back(std::move(record));
     }
@@ -163,7 +173,7 @@ WorldResults decide_world(const RankSession& s, const std::vector<PlannedCase>& 
       for (const RankReport& report : reports) {
         records.push_back(index < report.records.size() ? &report.records[index] : nullptr);
       }
-      world.results.push_back(decide_verdict(c.id, contract, c.expected, records));
+      world.results.push_back(decide_verdict(c.id, contract, c.expected_for(contract), records));
       ++index;
     }
   }
@@ -234,6 +244,7 @@ int run_as_rank(const RunOptions& options, const LaunchRank& launch) {
       launch,
       JobDirectory::open(place.root, place.job_id, launch.rank, launch.world, options.timeout()),
       {},
+      nullptr,
       nullptr};
   s.link = connect_rank_transport(transport, s.job, launch, options.timeout(), options.hostname);
   s.reducer = std::make_unique<FixedOrderReducer>(*s.link.transport, *s.link.device);

@@ -1,5 +1,8 @@
 #include "verify/live/run_plan.h"
 
+#include <algorithm>
+#include <map>
+
 #include "core/error.h"
 #include "verify/golden/embedded_golden.h"
 #include "verify/golden/golden_file.h"
@@ -9,31 +12,67 @@ namespace rv {
 std::vector<Contract> RunOptions::contracts() const {
   if (contract == "fixed-order") return {Contract::kFixedOrder};
   if (contract == "library-sum") return {Contract::kLibrarySum};
+  if (contract == "exact") return {Contract::kExact};
   if (contract == "both") return {Contract::kFixedOrder, Contract::kLibrarySum};
-  throw InputError("--contract '" + contract + "' is not fixed-order, library-sum or both");
+  if (contract == "all") return {Contract::kFixedOrder, Contract::kLibrarySum, Contract::kExact};
+  throw InputError("--contract '" + contract +
+                   "' is not fixed-order, library-sum, exact, both or all");
 }
 
 namespace {
 
-void add_file(const GoldenFile& file, std::vector<PlannedCase>& cases) {
+CaseId data_of(CaseId id) {
+  id.contract = Contract::kFixedOrder;
+  return id;
+}
+
+// The golden lines of every file, one PlannedCase per data case in order of first
+// appearance; `has_fixed` / `has_exact` say which digests a file gave.
+struct Collected {
+  std::vector<PlannedCase> cases;
+  std::vector<bool> has_fixed, has_exact;
+  std::map<std::string, std::size_t> index;  // data case id → position
+};
+
+void add_file(const GoldenFile& file, Collected& all) {
   if (!file.malformed.empty()) {
     const MalformedLine& bad = file.malformed.front();
     throw InputError(file.path + ":" + std::to_string(bad.line) +
                      ": improperly formatted: " + bad.reason);
   }
   for (const GoldenEntry& entry : file.entries) {
-    if (entry.id.contract != Contract::kFixedOrder) {
+    if (entry.id.contract == Contract::kLibrarySum) {
       throw InputError(file.path + ":" + std::to_string(entry.line) +
-                       ": only fixed-order golden lines can be verified");
+                       ": library-sum has no golden digests (it is compared with fixed-order)");
     }
-    cases.push_back({entry.id, entry.digest, file.path + ":" + std::to_string(entry.line)});
+    const CaseId data = data_of(entry.id);
+    const std::string key = format_case_id(data);
+    auto [it, added] = all.index.emplace(key, all.cases.size());
+    if (added) {
+      all.cases.push_back({data, Digest{}, Digest{}, file.path + ":" + std::to_string(entry.line)});
+      all.has_fixed.push_back(false);
+      all.has_exact.push_back(false);
+    }
+    const std::size_t i = it->second;
+    if (entry.id.contract == Contract::kExact) {
+      all.cases[i].expected_exact = entry.digest;
+      all.has_exact[i] = true;
+    } else {
+      all.cases[i].expected = entry.digest;
+      all.has_fixed[i] = true;
+    }
   }
+}
+
+CaseId with_contract(CaseId id, Contract contract) {
+  id.contract = contract;
+  return id;
 }
 
 }  // namespace
 
 std::vector<PlannedCase> plan_cases(const RunOptions& options) {
-  std::vector<PlannedCase> all;
+  Collected all;
   if (options.golden_files.empty()) {
     for (const EmbeddedGolden& golden : embedded_golden_files()) {
       add_file(parse_golden_text(golden.text, std::string("(embedded) ") + golden.path), all);
@@ -42,47 +81,56 @@ std::vector<PlannedCase> plan_cases(const RunOptions& options) {
     for (const std::string& path : options.golden_files) add_file(read_golden_file(path), all);
   }
 
-  std::vector<PlannedCase> selected;
+  std::vector<std::size_t> chosen;  // positions in all.cases; new --case ids are appended
   if (!options.case_ids.empty()) {
     for (const std::string& text : options.case_ids) {
-      CaseId id = parse_case_id(text);
-      if (id.contract != Contract::kFixedOrder) {
-        throw InputError(
-            "--case: give the fixed-order id of the data (contract=fixed-order); "
-            "--contract chooses what runs");
+      const CaseId id = data_of(parse_case_id(text));
+      const std::string key = format_case_id(id);
+      auto it = all.index.find(key);
+      if (it == all.index.end()) {
+        // A case outside the goldens is still verifiable: its goldens are derived below.
+        it = all.index.emplace(key, all.cases.size()).first;
+        all.cases.push_back({id, Digest{}, Digest{}, "(derived from the case id)"});
+        all.has_fixed.push_back(false);
+        all.has_exact.push_back(false);
       }
-      bool found = false;
-      for (const PlannedCase& c : all) {
-        if (c.id == id) {
-          selected.push_back(c);
-          found = true;
-          break;
-        }
-      }
-      // A case outside the goldens is still verifiable: its golden is re-derived here.
-      if (!found) selected.push_back({id, digest_case(id), "(derived from the case id)"});
+      chosen.push_back(it->second);
     }
   } else {
-    selected = all;
+    for (std::size_t i = 0; i < all.cases.size(); ++i) chosen.push_back(i);
   }
   if (!options.worlds.empty()) {
-    std::vector<PlannedCase> of_worlds;
-    for (const PlannedCase& c : selected) {
-      for (std::uint32_t w : options.worlds) {
-        if (c.id.world == w) {
-          of_worlds.push_back(c);
-          break;
-        }
+    std::vector<std::size_t> of_worlds;
+    for (std::size_t i : chosen) {
+      if (std::find(options.worlds.begin(), options.worlds.end(), all.cases[i].id.world) !=
+          options.worlds.end()) {
+        of_worlds.push_back(i);
       }
     }
-    selected.swap(of_worlds);
+    chosen.swap(of_worlds);
   }
-  if (selected.empty()) {
+  if (chosen.empty()) {
     std::string worlds;
     for (std::uint32_t w : options.worlds)
       worlds += (worlds.empty() ? "" : ",") + std::to_string(w);
     throw InputError(options.worlds.empty() ? std::string("no cases selected")
                                             : "no selected case has W in {" + worlds + "}");
+  }
+  // Digests a golden file did not give, derived from the case id (the contracts that run
+  // need them: library-sum is compared with fixed-order's).
+  const std::vector<Contract> contracts = options.contracts();
+  const auto runs = [&](Contract c) {
+    return std::find(contracts.begin(), contracts.end(), c) != contracts.end();
+  };
+  const bool need_fixed = runs(Contract::kFixedOrder) || runs(Contract::kLibrarySum);
+  std::vector<PlannedCase> selected;
+  for (std::size_t i : chosen) {
+    PlannedCase c = all.cases[i];
+    if (need_fixed && !all.has_fixed[i]) c.expected = digest_case(c.id);
+    if (runs(Contract::kExact) && !all.has_exact[i]) {
+      c.expected_exact = digest_case(with_contract(c.id, Contract::kExact));
+    }
+    selected.push_back(std::move(c));
   }
   return selected;
 }

@@ -16,7 +16,7 @@ namespace rv {
 
 struct RunOptions {
   std::string transport = "auto";          // auto | gloo | nccl | cuda-loopback
-  std::string contract = "both";           // fixed-order | library-sum | both
+  std::string contract = "all";  // fixed-order | library-sum | exact | both (the first two) | all
   std::vector<std::string> golden_files;   // empty: the embedded committed suite
   std::vector<std::string> case_ids;       // --case: only these
   std::vector<std::uint32_t> worlds;       // --world: only cases of these W
@@ -30,6 +30,7 @@ struct RunOptions {
   std::string rendezvous;              // shared directory (or REDUCE_VERIFY_RENDEZVOUS)
   std::string job_id;                  // per-launch id (or REDUCE_VERIFY_JOB_ID, launcher ids)
   std::string hostname = "127.0.0.1";  // the address Gloo binds
+  bool accuracy = false;               // rank 0 measures each result's error against exact
 
   std::chrono::milliseconds timeout() const {
     return std::chrono::milliseconds(static_cast<std::int64_t>(timeout_seconds * 1000));
@@ -38,13 +39,22 @@ struct RunOptions {
 };
 
 struct PlannedCase {
-  CaseId id;           // contract fixed-order: the data and its golden
-  Digest expected;     // the fixed-order golden digest
-  std::string source;  // "golden/fixed-order.xxh128:12"
+  CaseId id;              // contract fixed-order: the data and its golden
+  Digest expected;        // the fixed-order golden digest
+  Digest expected_exact;  // the exact contract's golden digest (when exact runs)
+  std::string source;     // "golden/fixed-order.xxh128:12"
+
+  // The golden a result under `contract` is held to: exact's own, else fixed-order's
+  // (library-sum is compared with fixed-order).
+  const Digest& expected_for(Contract contract) const {
+    return contract == Contract::kExact ? expected_exact : expected;
+  }
 };
 
-// The selected cases, in golden-file order. Throws InputError on unreadable or malformed
-// golden files (named file:line), a --case that does not parse, or an empty selection.
+// The selected cases, in golden-file order: one per data case (its fixed-order and exact
+// lines are matched by data; a digest a golden file lacks is derived from the case id).
+// Throws InputError on unreadable or malformed golden files (named file:line), a --case
+// that does not parse, or an empty selection.
 std::vector<PlannedCase> plan_cases(const RunOptions& options);
 
 // Cases grouped by world size, ascending W.

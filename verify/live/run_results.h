@@ -15,6 +15,26 @@
 
 namespace rv {
 
+// A result's error against the exact contract's (the correctly rounded sum): how many
+// elements differ, and the largest and mean ulp distance over all elements.
+struct ErrorVsExact {
+  std::uint64_t differing_elements = 0;
+  std::uint32_t max_ulp = 0;
+  double mean_ulp = 0;
+};
+
+// Accumulates ErrorVsExact element by element.
+class ErrorMeter {
+ public:
+  void add(float result, float exact);
+  ErrorVsExact finish() const;
+
+ private:
+  std::uint64_t count_ = 0, differing_ = 0;
+  std::uint32_t max_ulp_ = 0;
+  long double ulp_sum_ = 0;
+};
+
 // What one rank saw for one (case, contract): the digest after every iteration, and for
 // rank 0 of a library-sum run the element-wise comparison with the fixed-order reference.
 struct RankRecord {
@@ -23,6 +43,7 @@ struct RankRecord {
   std::vector<Digest> iteration_digests;
   std::optional<std::uint64_t> differing_elements;  // vs the reference fold
   std::optional<std::uint32_t> max_ulp;
+  std::optional<ErrorVsExact> vs_exact;  // run --accuracy, rank 0, contracts other than exact
 };
 
 struct RankReport {
@@ -43,11 +64,15 @@ struct CaseResult {
   std::uint32_t iterations = 0;
   std::optional<std::uint64_t> differing_elements;
   std::optional<std::uint32_t> max_ulp;
+  std::optional<ErrorVsExact> vs_exact;
 };
 
-// docs/DESIGN.md §2: fixed-order must equal its golden on every rank; library-sum must equal it
-// where every association is exact or W ≤ 2 and is otherwise reported; all ranks and all
-// iterations must agree. `records[r]` is rank r's record of this (case, contract).
+nlohmann::json to_json(const ErrorVsExact& error);
+ErrorVsExact error_vs_exact_from_json(const nlohmann::json& json);  // throws InputError
+
+// docs/DESIGN.md §2: fixed-order and exact must equal their goldens on every rank; library-sum
+// must equal fixed-order's where every association is exact or W ≤ 2 and is otherwise
+// reported; all ranks and all iterations must agree. `expected` is the contract's golden. `records[r]` is rank r's record of this (case, contract).
 CaseResult decide_verdict(const CaseId& data_case, Contract contract, const Digest& expected,
                           const std::vector<const RankRecord*>& records);
 

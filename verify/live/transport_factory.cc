@@ -74,6 +74,7 @@ RankTransport connect_rank_transport(const std::string& transport, const JobDire
     options.timeout = timeout;
     link.transport = connect_gloo(options);
     link.device = &host_fold_device();
+    link.exact_device = &host_exact_device();
     return link;
 #else
     (void)job, (void)launch, (void)timeout, (void)hostname;

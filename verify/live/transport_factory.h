@@ -9,6 +9,7 @@
 
 #include "core/launch/job_directory.h"
 #include "core/launch/launcher_env.h"
+#include "core/reducer/exact_device.h"
 #include "core/reducer/fold_device.h"
 #include "core/transport/transport.h"
 
@@ -27,7 +28,8 @@ std::string available_transports();
 
 struct RankTransport {
   std::unique_ptr<Transport> transport;
-  FoldDevice* device = nullptr;  // owned by the factory (process lifetime)
+  FoldDevice* device = nullptr;         // owned by the factory (process lifetime)
+  ExactDevice* exact_device = nullptr;  // the same memory and queue as `device`
 };
 
 RankTransport connect_rank_transport(const std::string& transport, const JobDirectory& job,
