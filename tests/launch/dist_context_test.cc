@@ -2,7 +2,7 @@
 // (job directory rendezvous, Gloo over loopback through its FileStore in the job directory),
 // one thread per rank. The reductions must equal the reference fold bit for bit; a rank that
 // desynchronises is a named error on every rank, not a hang.
-#include "core/dist_context.h"
+#include "core/launch/dist_context.h"
 
 #include <chrono>
 #include <cstring>

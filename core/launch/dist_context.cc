@@ -1,4 +1,4 @@
-#include "core/dist_context.h"
+#include "core/launch/dist_context.h"
 
 #include <string>
 #include <utility>

@@ -1,4 +1,4 @@
-#include "tests/transport/reducer_cases.h"
+#include "tests/reducer/reducer_cases.h"
 
 #include <algorithm>
 

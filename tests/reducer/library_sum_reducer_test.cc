@@ -1,25 +1,30 @@
-// The library-sum contract over Gloo's ring allreduce (docs/DESIGN.md §2): it must equal the
+// The library-sum contract over Gloo's ring allreduce (docs/DESIGN.md §2), and over the
+// in-process test world's stand-in library (descending rank order): it must equal the
 // fixed-order result where every association is exact (the `exact` distribution) and where
 // W ≤ 2 (one addition commutes); everywhere all ranks must hold identical bits and repeated
 // calls must agree. Elsewhere no promise, and the last test shows there really is none here:
-// the ring associates differently, so the exact/W ≤ 2 equality is a check that can fail.
+// both libraries associate differently, so the exact/W ≤ 2 equality is a check that can fail.
 #include "core/reducer/library_sum_reducer.h"
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "core/error.h"
-#include "tests/transport/reducer_cases.h"
-#include "tests/transport/thread_world.h"
+#include "tests/reducer/reducer_cases.h"
+#include "tests/support/bit_difference.h"
+#include "tests/thread_world/world_transport.h"
 
 namespace rv::test {
 namespace {
 
 // Per case and rank: the first call's result; a repeated call must give the same bits.
-std::vector<std::vector<std::vector<float>>> library_sums(std::uint32_t world,
+std::vector<std::vector<std::vector<float>>> library_sums(WorldTransport transport,
+                                                          std::uint32_t world,
                                                           const std::vector<ExpectedCase>& cases) {
   std::vector<std::vector<std::vector<float>>> results(cases.size(),
                                                        std::vector<std::vector<float>>(world));
-  auto outcomes = run_ranks(world, [&](std::uint32_t rank, Transport& t) {
+  auto outcomes = run_ranks_over(transport, world, [&](std::uint32_t rank, Transport& t) {
     for (std::size_t c = 0; c < cases.size(); ++c) {
       const std::vector<float> arena = rank_arena(cases[c].id, rank);
       std::vector<float> first = arena, again = arena;
@@ -37,12 +42,13 @@ std::vector<std::vector<std::vector<float>>> library_sums(std::uint32_t world,
   return results;
 }
 
-class LibrarySumOverGloo : public ::testing::TestWithParam<WorldCount> {};
+class LibrarySumOverTransport
+    : public ::testing::TestWithParam<std::tuple<WorldTransport, WorldCount>> {};
 
-TEST_P(LibrarySumOverGloo, AgreesAcrossRanksAndWithFixedOrderWhereItMust) {
-  const WorldCount wc = GetParam();
+TEST_P(LibrarySumOverTransport, AgreesAcrossRanksAndWithFixedOrderWhereItMust) {
+  const auto [transport, wc] = GetParam();
   const auto cases = expected_cases(Contract::kLibrarySum, wc);
-  const auto results = library_sums(wc.world, cases);
+  const auto results = library_sums(transport, wc.world, cases);
   for (std::size_t c = 0; c < cases.size(); ++c) {
     const CaseId& id = cases[c].id;
     for (std::uint32_t r = 1; r < wc.world; ++r) {
@@ -58,25 +64,35 @@ TEST_P(LibrarySumOverGloo, AgreesAcrossRanksAndWithFixedOrderWhereItMust) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Matrix, LibrarySumOverGloo,
-                         ::testing::ValuesIn(world_count_matrix({2, 4})),
-                         [](const ::testing::TestParamInfo<WorldCount>& param) {
-                           return world_count_name(param.param);
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Matrix, LibrarySumOverTransport,
+    ::testing::Combine(::testing::ValuesIn(world_transports()),
+                       ::testing::ValuesIn(world_count_matrix({2, 4}))),
+    [](const ::testing::TestParamInfo<std::tuple<WorldTransport, WorldCount>>& param) {
+      return to_string(std::get<0>(param.param)) + "_" + world_count_name(std::get<1>(param.param));
+    });
 
-TEST(LibrarySum, RingAssociationDiffersFromFixedOrderOnRoundedData) {
+class LibrarySum : public ::testing::TestWithParam<WorldTransport> {};
+
+TEST_P(LibrarySum, LibraryAssociationDiffersFromFixedOrderOnRoundedData) {
   std::vector<ExpectedCase> cases;
   for (auto& c : expected_cases(Contract::kLibrarySum, WorldCount{4, 1000})) {
     if (c.id.dist == Distribution::kCancel && c.id.op == Op::kSum) cases.push_back(std::move(c));
   }
-  const auto results = library_sums(4, cases);
+  const auto results = library_sums(GetParam(), 4, cases);
   std::size_t differing = 0;
   for (std::size_t i = 0; i < 1000; ++i) {
     differing += first_bit_difference(&cases[0].expected[i], &results[0][0][i], 1) ? 1 : 0;
   }
-  EXPECT_GT(differing, 0u) << "Gloo's ring summed a cancel case in exactly our order: the "
+  EXPECT_GT(differing, 0u) << to_string(GetParam())
+                           << "'s library summed a cancel case in exactly our order: the "
                               "exact/W ≤ 2 checks above would then prove nothing";
 }
+
+INSTANTIATE_TEST_SUITE_P(Transports, LibrarySum, ::testing::ValuesIn(world_transports()),
+                         [](const ::testing::TestParamInfo<WorldTransport>& param) {
+                           return to_string(param.param);
+                         });
 
 }  // namespace
 }  // namespace rv::test

@@ -1,8 +1,9 @@
-// The fixed-order reducer over Gloo, thread per rank: every rank ends with exactly the bits
-// of the straight reference fold (the contract's oracle), for every W, N (0, 1, N < W, a
-// remainder), distribution and op; scratch is reused across calls of other sizes; a length
-// mismatch is a named error, not an abort. And the check can fail: a reducer that folded the
-// copies in arrival order instead of rank order is caught on a cancel case.
+// The fixed-order reducer, thread per rank over every test-world transport (in-process, and
+// Gloo when built): every rank ends with exactly the bits of the straight reference fold (the
+// contract's oracle), for every W, N (0, 1, N < W, a remainder), distribution and op; scratch
+// is reused across calls of other sizes; a length mismatch is a named error, not an abort.
+// And the check can fail: a reducer that folded the copies in arrival order instead of rank
+// order is caught on a cancel case.
 #include "core/reducer/fixed_order_reducer.h"
 
 #include <gtest/gtest.h>
@@ -12,12 +13,14 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <tuple>
 
 #include "core/case_reduction.h"
 #include "core/emulated_world.h"
 #include "core/error.h"
-#include "tests/transport/reducer_cases.h"
-#include "tests/transport/thread_world.h"
+#include "tests/reducer/reducer_cases.h"
+#include "tests/support/bit_difference.h"
+#include "tests/thread_world/world_transport.h"
 
 namespace rv::test {
 namespace {
@@ -29,11 +32,11 @@ using DeviceOfRank = std::function<FoldDevice&(std::uint32_t rank)>;
 FoldDevice& host_for_every_rank(std::uint32_t) { return host_fold_device(); }
 
 std::vector<std::vector<std::string>> reduce_and_compare(
-    std::uint32_t world, const std::vector<ExpectedCase>& cases,
+    WorldTransport transport, std::uint32_t world, const std::vector<ExpectedCase>& cases,
     const DeviceOfRank& device_of = host_for_every_rank,
     std::optional<FixedOrderOptions> options = std::nullopt) {
   std::vector<std::vector<std::string>> verdicts(cases.size(), std::vector<std::string>(world));
-  auto outcomes = run_ranks(world, [&](std::uint32_t rank, Transport& t) {
+  auto outcomes = run_ranks_over(transport, world, [&](std::uint32_t rank, Transport& t) {
     FoldDevice& device = device_of(rank);
     FixedOrderReducer reducer(t, device, options.value_or(FixedOrderOptions::for_device(device)));
     for (std::size_t c = 0; c < cases.size(); ++c) {
@@ -48,10 +51,11 @@ std::vector<std::vector<std::string>> reduce_and_compare(
   return verdicts;
 }
 
-class FixedOrderOverGloo : public ::testing::TestWithParam<WorldCount> {};
+class FixedOrderOverTransport
+    : public ::testing::TestWithParam<std::tuple<WorldTransport, WorldCount>> {};
 
-TEST_P(FixedOrderOverGloo, EveryRankHoldsTheReferenceBits) {
-  const WorldCount wc = GetParam();
+TEST_P(FixedOrderOverTransport, EveryRankHoldsTheReferenceBits) {
+  const auto [transport, wc] = GetParam();
   const auto cases = expected_cases(Contract::kFixedOrder, wc);
   // The oracle agrees with the emulated dataflow (the contract's definition) here too.
   if (wc.count <= 1000) {
@@ -61,7 +65,7 @@ TEST_P(FixedOrderOverGloo, EveryRankHoldsTheReferenceBits) {
       ASSERT_FALSE(first_bit_difference(c.expected.data(), arenas[0].data(), arenas[0].size()));
     }
   }
-  const auto verdicts = reduce_and_compare(wc.world, cases);
+  const auto verdicts = reduce_and_compare(transport, wc.world, cases);
   for (std::size_t c = 0; c < cases.size(); ++c) {
     for (std::uint32_t r = 0; r < wc.world; ++r) {
       EXPECT_EQ(verdicts[c][r], "") << format_case_id(cases[c].id) << " rank " << r;
@@ -71,8 +75,8 @@ TEST_P(FixedOrderOverGloo, EveryRankHoldsTheReferenceBits) {
 
 // The owners fold in about five uneven pieces per shard (the host default only cuts shards
 // of more than 2 MiB, which these counts mostly are not).
-TEST_P(FixedOrderOverGloo, FoldingInPiecesChangesNoBit) {
-  const WorldCount wc = GetParam();
+TEST_P(FixedOrderOverTransport, FoldingInPiecesChangesNoBit) {
+  const auto [transport, wc] = GetParam();
   std::vector<ExpectedCase> cases;
   for (auto& c : expected_cases(Contract::kFixedOrder, wc)) {
     if (c.id.dist == Distribution::kCancel || c.id.dist == Distribution::kSpecial) {
@@ -82,7 +86,8 @@ TEST_P(FixedOrderOverGloo, FoldingInPiecesChangesNoBit) {
   FixedOrderOptions options;
   options.piece_table_bytes =
       wc.world * sizeof(float) * std::max<std::size_t>(1, wc.count / wc.world / 5);
-  const auto verdicts = reduce_and_compare(wc.world, cases, host_for_every_rank, options);
+  const auto verdicts =
+      reduce_and_compare(transport, wc.world, cases, host_for_every_rank, options);
   for (std::size_t c = 0; c < cases.size(); ++c) {
     for (std::uint32_t r = 0; r < wc.world; ++r) {
       EXPECT_EQ(verdicts[c][r], "") << format_case_id(cases[c].id) << " rank " << r;
@@ -90,20 +95,24 @@ TEST_P(FixedOrderOverGloo, FoldingInPiecesChangesNoBit) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Matrix, FixedOrderOverGloo,
-                         ::testing::ValuesIn(world_count_matrix({2, 5, 8})),
-                         [](const ::testing::TestParamInfo<WorldCount>& param) {
-                           return world_count_name(param.param);
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Matrix, FixedOrderOverTransport,
+    ::testing::Combine(::testing::ValuesIn(world_transports()),
+                       ::testing::ValuesIn(world_count_matrix({2, 5, 8}))),
+    [](const ::testing::TestParamInfo<std::tuple<WorldTransport, WorldCount>>& param) {
+      return to_string(std::get<0>(param.param)) + "_" + world_count_name(std::get<1>(param.param));
+    });
 
-TEST(FixedOrderReducer, ScratchIsReusedAcrossCallsOfOtherSizes) {
+class FixedOrderReducerTest : public ::testing::TestWithParam<WorldTransport> {};
+
+TEST_P(FixedOrderReducerTest, ScratchIsReusedAcrossCallsOfOtherSizes) {
   std::vector<ExpectedCase> cases;
   for (std::size_t n : {1000, 0, 2, 100003, 7, 1000, 1000}) {
     for (auto& c : expected_cases(Contract::kFixedOrder, WorldCount{3, n})) {
       if (c.id.dist == Distribution::kCancel) cases.push_back(std::move(c));
     }
   }
-  const auto verdicts = reduce_and_compare(3, cases);
+  const auto verdicts = reduce_and_compare(GetParam(), 3, cases);
   for (std::size_t c = 0; c < cases.size(); ++c) {
     for (std::uint32_t r = 0; r < 3; ++r) {
       EXPECT_EQ(verdicts[c][r], "") << "call " << c << " " << format_case_id(cases[c].id);
@@ -111,8 +120,8 @@ TEST(FixedOrderReducer, ScratchIsReusedAcrossCallsOfOtherSizes) {
   }
 }
 
-TEST(FixedOrderReducer, RanksWithDifferentLengthsGetANamedErrorNotAnAbort) {
-  auto outcomes = run_ranks(3, [&](std::uint32_t rank, Transport& t) {
+TEST_P(FixedOrderReducerTest, RanksWithDifferentLengthsGetANamedErrorNotAnAbort) {
+  auto outcomes = run_ranks_over(GetParam(), 3, [&](std::uint32_t rank, Transport& t) {
     FixedOrderReducer reducer(t, host_fold_device());
     std::vector<float> arena(1000, 1.0f);
     reducer.all_reduce(arena.data(), rank == 2 ? 999 : 1000, Op::kSum);
@@ -157,7 +166,7 @@ class ArrivalOrderFoldDevice final : public FoldDevice {
   std::uint32_t owner_;
 };
 
-TEST(FixedOrderReducer, TheCheckCatchesAFoldInArrivalOrder) {
+TEST_P(FixedOrderReducerTest, TheCheckCatchesAFoldInArrivalOrder) {
   std::vector<ExpectedCase> cases;
   for (auto& c : expected_cases(Contract::kFixedOrder, WorldCount{4, 1000})) {
     if (c.id.dist == Distribution::kCancel && c.id.op == Op::kSum) cases.push_back(std::move(c));
@@ -171,11 +180,16 @@ TEST(FixedOrderReducer, TheCheckCatchesAFoldInArrivalOrder) {
   for (std::uint32_t r = 0; r < 4; ++r)
     devices.push_back(std::make_unique<ArrivalOrderFoldDevice>(r));
   const auto verdicts = reduce_and_compare(
-      4, cases, [&](std::uint32_t rank) -> FoldDevice& { return *devices[rank]; });
+      GetParam(), 4, cases, [&](std::uint32_t rank) -> FoldDevice& { return *devices[rank]; });
   for (std::uint32_t r = 0; r < 4; ++r) {
     EXPECT_NE(verdicts[0][r], "") << "rank " << r << ": an arrival-order fold went unnoticed";
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Transports, FixedOrderReducerTest, ::testing::ValuesIn(world_transports()),
+                         [](const ::testing::TestParamInfo<WorldTransport>& param) {
+                           return to_string(param.param);
+                         });
 
 }  // namespace
 }  // namespace rv::test

@@ -1,0 +1,201 @@
+#include "tests/thread_world/in_process_world.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "core/error.h"
+
+namespace rv::test {
+namespace {
+
+std::string rank_list(const std::vector<std::uint32_t>& ranks) {
+  std::string text = ranks.size() == 1 ? "rank " : "ranks ";
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    text += (i ? ", " : "") + std::to_string(ranks[i]);
+  }
+  return text;
+}
+
+// What a rank brings to a byte-moving collective.
+struct BytesPost {
+  const void* data = nullptr;
+  std::size_t bytes = 0;
+};
+
+class InProcessTransport final : public Transport {
+ public:
+  InProcessTransport(InProcessWorld& world, std::uint32_t rank) : world_(world), rank_(rank) {}
+  ~InProcessTransport() override { world_.leave(rank_); }
+
+  std::uint32_t rank() const override { return rank_; }
+  std::uint32_t world_size() const override { return world_.world_size(); }
+  std::string name() const override { return "in-process"; }
+  std::string library_version() const override {
+    return "in-process (shared memory; library sum in descending rank order)";
+  }
+
+  void all_gather(const void* in, void* out, std::size_t bytes) override {
+    const BytesPost mine{in, bytes};
+    const auto posts = world_.meet(rank_, &mine);
+    for (std::uint32_t p = 0; p < posts.size(); ++p) {
+      const auto& theirs = *static_cast<const BytesPost*>(posts[p]);
+      require_same("all_gather", p, theirs.bytes, bytes);
+      if (bytes) std::memcpy(static_cast<char*>(out) + p * bytes, theirs.data, bytes);
+    }
+    world_.meet(rank_, nullptr);
+  }
+
+  void exchange(const ExchangePlan& plan) override {
+    const auto posts = world_.meet(rank_, &plan);
+    for (std::uint32_t p = 0; p < posts.size(); ++p) {
+      const auto& theirs = *static_cast<const ExchangePlan*>(posts[p]);
+      require_same("exchange", p, theirs.send_bytes[rank_], plan.recv_bytes[p]);
+      if (plan.recv_bytes[p] == 0) continue;
+      std::memcpy(static_cast<char*>(plan.recv) + plan.recv_offset[p],
+                  static_cast<const char*>(theirs.send) + theirs.send_offset[rank_],
+                  plan.recv_bytes[p]);
+    }
+    world_.meet(rank_, nullptr);
+  }
+
+  void broadcast(void* buf, std::size_t bytes, std::uint32_t root) override {
+    const BytesPost mine{buf, bytes};
+    const auto posts = world_.meet(rank_, &mine);
+    const auto& theirs = *static_cast<const BytesPost*>(posts[root]);
+    require_same("broadcast", root, theirs.bytes, bytes);
+    if (rank_ != root && bytes) std::memcpy(buf, theirs.data, bytes);
+    world_.meet(rank_, nullptr);
+  }
+
+  void barrier() override { world_.meet(rank_, nullptr); }
+
+  void library_sum(float* values, std::size_t n) override {
+    reduce<float>(values, n, "library_sum", [](const std::vector<const float*>& in, std::size_t i) {
+      float sum = in.back()[i];
+      for (std::size_t r = in.size() - 1; r-- > 0;) sum += in[r][i];
+      return sum;
+    });
+  }
+
+  std::int64_t max_int(std::int64_t value) override {
+    std::int64_t result = value;
+    reduce<std::int64_t>(&result, 1, "max_int", max_of);
+    return result;
+  }
+
+  void all_reduce_int64(std::int64_t* values, std::size_t n, IntReduction op) override {
+    if (op == IntReduction::kMax) {
+      reduce<std::int64_t>(values, n, "all_reduce_int64", max_of);
+      return;
+    }
+    reduce<std::int64_t>(values, n, "all_reduce_int64",
+                         [](const std::vector<const std::int64_t*>& in, std::size_t i) {
+                           std::int64_t sum = 0;
+                           for (const std::int64_t* x : in) sum += x[i];
+                           return sum;
+                         });
+  }
+
+ private:
+  static std::int64_t max_of(const std::vector<const std::int64_t*>& in, std::size_t i) {
+    std::int64_t m = in[0][i];
+    for (const std::int64_t* x : in) m = std::max(m, x[i]);
+    return m;
+  }
+
+  void require_same(const char* what, std::uint32_t peer, std::size_t theirs,
+                    std::size_t mine) const {
+    if (theirs != mine) {
+      throw InputError(std::string("in-process ") + what + ": rank " + std::to_string(rank_) +
+                       " expects " + std::to_string(mine) + " bytes, rank " + std::to_string(peer) +
+                       " has " + std::to_string(theirs));
+    }
+  }
+
+  // An element-wise all-reduce: result[i] = combine(every rank's values, i). The result is
+  // written only after the second meeting, when no rank reads these values any more.
+  template <typename T, typename Combine>
+  void reduce(T* values, std::size_t n, const char* what, Combine combine) {
+    const BytesPost mine{values, n * sizeof(T)};
+    const auto posts = world_.meet(rank_, &mine);
+    std::vector<const T*> in;
+    for (std::uint32_t p = 0; p < posts.size(); ++p) {
+      const auto& theirs = *static_cast<const BytesPost*>(posts[p]);
+      require_same(what, p, theirs.bytes, mine.bytes);
+      in.push_back(static_cast<const T*>(theirs.data));
+    }
+    std::vector<T> result(n);
+    for (std::size_t i = 0; i < n; ++i) result[i] = combine(in, i);
+    world_.meet(rank_, nullptr);
+    std::copy(result.begin(), result.end(), values);
+  }
+
+  InProcessWorld& world_;
+  const std::uint32_t rank_;
+};
+
+}  // namespace
+
+InProcessWorld::InProcessWorld(std::uint32_t world, std::chrono::milliseconds timeout)
+    : world_(world),
+      timeout_(timeout),
+      posts_(world),
+      last_posts_(world),
+      arrived_(world, false),
+      left_(world, false) {}
+
+std::unique_ptr<Transport> InProcessWorld::connect(std::uint32_t rank) {
+  return std::make_unique<InProcessTransport>(*this, rank);
+}
+
+std::vector<const void*> InProcessWorld::meet(std::uint32_t rank, const void* post) {
+  std::unique_lock<std::mutex> lock(m_);
+  posts_[rank] = post;
+  arrived_[rank] = true;
+  if (++arrived_count_ == world_) {
+    last_posts_ = posts_;
+    std::fill(arrived_.begin(), arrived_.end(), false);
+    arrived_count_ = 0;
+    ++generation_;
+    cv_.notify_all();
+    return last_posts_;
+  }
+  const std::uint64_t generation = generation_;
+  auto missing = [&] {
+    std::vector<std::uint32_t> ranks;
+    for (std::uint32_t r = 0; r < world_; ++r) {
+      if (!arrived_[r]) ranks.push_back(r);
+    }
+    return ranks;
+  };
+  auto gone = [&] {
+    std::vector<std::uint32_t> ranks;
+    for (std::uint32_t r = 0; r < world_; ++r) {
+      if (!arrived_[r] && left_[r]) ranks.push_back(r);
+    }
+    return ranks;
+  };
+  const bool met =
+      cv_.wait_for(lock, timeout_, [&] { return generation_ != generation || !gone().empty(); });
+  if (generation_ != generation) return last_posts_;
+  const std::vector<std::uint32_t> absent = met ? gone() : missing();
+  // This rank gives up: it takes its post back, so the meeting cannot complete without it.
+  arrived_[rank] = false;
+  --arrived_count_;
+  if (met) {
+    throw RuntimeFailure("in-process world: rank " + std::to_string(rank) + ": " +
+                         rank_list(absent) + " gone (transport closed)");
+  }
+  throw DeadlineExceeded("in-process world: rank " + std::to_string(rank) + ": " +
+                         rank_list(absent) + " did not come within " +
+                         std::to_string(timeout_.count()) + " ms");
+}
+
+void InProcessWorld::leave(std::uint32_t rank) {
+  std::lock_guard<std::mutex> lock(m_);
+  left_[rank] = true;
+  cv_.notify_all();
+}
+
+}  // namespace rv::test
