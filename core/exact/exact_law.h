@@ -30,11 +30,11 @@ inline constexpr int kTopPosition = 276;
 inline constexpr int kAgreementWords = 3;
 // Limbs of the widest window: 277 bits in limbs of at least 43 bits.
 inline constexpr int kMaxLimbs = 7;
-// The exact sum in two's complement 64-bit words: (kMaxLimbs − 1) × 62 + 63 + 1 sign bits
-// < 448; the mean's long division shifts it up by 64 more bits.
+// The exact sum in two's complement 64-bit words: at most (kMaxLimbs − 1) × 43 + 63 + 1 or
+// (5 − 1) × 62 + 63 + 1 bits, under 6 words; one more keeps the top word a pure sign.
 inline constexpr int kSumWords = 7;
+// A mean quotient taken as floor(|S| × 2^kMeanShift / W) has at least 43 significant bits.
 inline constexpr int kMeanShift = 64;
-inline constexpr int kQuotientWords = kSumWords + 1;
 
 RV_HD int count_leading_zeros32(std::uint32_t v) {
 #if defined(__CUDA_ARCH__)
@@ -226,6 +226,34 @@ RV_HD std::uint32_t round_magnitude(const BigMagnitude<Words>& m, int exponent, 
   return (static_cast<std::uint32_t>(biased) << 23) | static_cast<std::uint32_t>(kept & 0x7FFFFFu);
 }
 
+// RNE of (M / W) × 2^(exponent − 149), M ≠ 0, W < 2^21: the mean, rounded once. T = M's top
+// 64 bits (bit 63 set; M × 2^-t = T + a fraction f ∈ [0, 1)), q = floor(T / W), so
+//   M / W = (q + (T mod W + f) / W) × 2^t, with (T mod W + f) / W ∈ [0, 1),
+// and the fraction is zero exactly when T mod W = 0 and f = 0. q ≥ 2^63 / 2^21 has at least
+// 43 bits, more than the 24 kept plus the round bit, so RNE of (q, sticky = fraction ≠ 0)
+// is RNE of the true quotient. (A quotient that small lies far above the subnormal range, so
+// round_magnitude always drops bits of q and sees the sticky bit.)
+template <int Words>
+RV_HD std::uint32_t round_mean(const BigMagnitude<Words>& m, int exponent, std::uint32_t world) {
+  int top_word = Words - 1;
+  while (m.word[top_word] == 0) --top_word;
+  const int bit_length = top_word * 64 + 64 - count_leading_zeros64(m.word[top_word]);
+  const int t = bit_length - 64;
+  std::uint64_t top;
+  bool below = false;
+  if (t <= 0) {
+    top = m.word[0] << (-t);  // M fits one word here
+  } else {
+    const int w = t / 64, b = t % 64;
+    top = m.word[w] >> b;
+    if (b != 0) top |= m.word[w + 1] << (64 - b);
+    for (int i = 0; i < w && !below; ++i) below = m.word[i] != 0;
+    if (!below && b != 0) below = (m.word[w] & ((std::uint64_t{1} << b) - 1)) != 0;
+  }
+  const BigMagnitude<1> q{{top / world}};
+  return round_magnitude(q, exponent + t, below || top % world != 0);
+}
+
 // A signed big integer in two's complement, kSumWords words: the limb sums recombined.
 struct ExactSum {
   std::uint64_t word[kSumWords];
@@ -266,18 +294,16 @@ RV_HD std::uint32_t round_exact_sum(const ExactSum& s, int bottom, std::uint32_t
     if (neg_inf) return 0xFF800000u;
   }
   const bool negative = (s.word[kSumWords - 1] >> 63) != 0;
-  BigMagnitude<kQuotientWords> m{};
-  // |S|, one word up when the mean shifts it by kMeanShift = 64 bits.
-  const int up = mean ? 1 : 0;
+  BigMagnitude<kSumWords> m{};
   std::uint64_t borrow = 1;
   bool zero = true;
-  for (int i = 0; i < kSumWords; ++i) {
+  for (int i = 0; i < kSumWords; ++i) {  // |S|
     std::uint64_t v = s.word[i];
     if (negative) {
       v = ~v + borrow;
       borrow = (borrow != 0 && v == 0) ? 1u : 0u;
     }
-    m.word[i + up] = v;
+    m.word[i] = v;
     zero = zero && v == 0;
   }
   if (zero) {
@@ -287,46 +313,36 @@ RV_HD std::uint32_t round_exact_sum(const ExactSum& s, int bottom, std::uint32_t
     return all_negative_zero ? 0x80000000u : 0u;
   }
   const std::uint32_t sign = negative ? 0x80000000u : 0u;
-  if (!mean) {
-    BigMagnitude<kSumWords> sum{};
-    for (int i = 0; i < kSumWords; ++i) sum.word[i] = m.word[i];
-    return sign | round_magnitude(sum, bottom, false);
-  }
-  // The mean: q = floor(|S| × 2^64 / W) by long division in 32-bit digits (W < 2^21, so each
-  // step fits 64 bits); q has ≥ 43 significant bits, so its round bit is the true quotient's
-  // and "remainder ≠ 0" is an exact sticky bit.
-  std::uint64_t remainder = 0;
-  for (int i = kQuotientWords - 1; i >= 0; --i) {
-    const std::uint64_t hi = (remainder << 32) | (m.word[i] >> 32);
-    const std::uint64_t q_hi = hi / world;
-    remainder = hi % world;
-    const std::uint64_t lo = (remainder << 32) | (m.word[i] & 0xFFFFFFFFu);
-    const std::uint64_t q_lo = lo / world;
-    remainder = lo % world;
-    m.word[i] = (q_hi << 32) | q_lo;
-  }
-  return sign | round_magnitude(m, bottom - kMeanShift, remainder != 0);
+  return sign | (mean ? round_mean(m, bottom, world) : round_magnitude(m, bottom, false));
 }
 
 // The common case, a one-limb window: S is the digit sum D itself (|D| < 2^63).
 RV_HD std::uint32_t round_one_limb(std::int64_t d, int bottom, std::uint32_t world, bool mean) {
   if (d == 0) return 0u;
   const std::uint32_t sign = d < 0 ? 0x80000000u : 0u;
-  const std::uint64_t magnitude = d < 0 ? 0 - static_cast<std::uint64_t>(d) : static_cast<std::uint64_t>(d);
-  if (!mean) return sign | round_magnitude(BigMagnitude<1>{{magnitude}}, bottom, false);
-  // floor(|D| × 2^64 / W) in two words, as in round_exact_sum.
-  BigMagnitude<2> q{};
-  std::uint64_t digits[4] = {magnitude >> 32, magnitude & 0xFFFFFFFFu, 0, 0};
-  std::uint64_t remainder = 0;
-  std::uint64_t out[4];
-  for (int i = 0; i < 4; ++i) {
-    const std::uint64_t cur = (remainder << 32) | digits[i];
-    out[i] = cur / world;
-    remainder = cur % world;
+  const BigMagnitude<1> m{{d < 0 ? 0 - static_cast<std::uint64_t>(d) : static_cast<std::uint64_t>(d)}};
+  return sign | (mean ? round_mean(m, bottom, world) : round_magnitude(m, bottom, false));
+}
+
+// A two-limb window without specials: S = D0 + D1 × 2^L in 128-bit two's complement
+// (|S| < 2^63 + 2^125, so it fits).
+RV_HD std::uint32_t round_two_limbs(std::int64_t d0, std::int64_t d1, int limb_width, int bottom,
+                                    std::uint32_t world, bool mean) {
+  const std::uint64_t lo0 = static_cast<std::uint64_t>(d0);
+  const std::uint64_t hi0 = d0 < 0 ? ~std::uint64_t{0} : 0;
+  const std::uint64_t lo1 = static_cast<std::uint64_t>(d1) << limb_width;
+  const auto hi1 = static_cast<std::uint64_t>(d1 >> (64 - limb_width));  // arithmetic shift
+  std::uint64_t lo = lo0 + lo1;
+  std::uint64_t hi = hi0 + hi1 + (lo < lo0 ? 1u : 0u);
+  const bool negative = (hi >> 63) != 0;
+  if (negative) {
+    lo = ~lo + 1;
+    hi = ~hi + (lo == 0 ? 1u : 0u);
   }
-  q.word[1] = (out[0] << 32) | out[1];
-  q.word[0] = (out[2] << 32) | out[3];
-  return sign | round_magnitude(q, bottom - kMeanShift, remainder != 0);
+  if (lo == 0 && hi == 0) return 0u;
+  const std::uint32_t sign = negative ? 0x80000000u : 0u;
+  const BigMagnitude<2> m{{lo, hi}};
+  return sign | (mean ? round_mean(m, bottom, world) : round_magnitude(m, bottom, false));
 }
 
 }  // namespace exact

@@ -65,6 +65,13 @@ void exact_round(const std::int64_t* sums, const ExactPlan& plan, Op op, float* 
       }
       continue;
     }
+    if (slot.limbs == 2 && !slot.special) {
+      for (std::size_t i = 0; i < count; ++i) {
+        y[i] = float_from_bits(exact::round_two_limbs(in[i], in[count + i], plan.limb_bits,
+                                                      slot.bottom, plan.world, mean));
+      }
+      continue;
+    }
     const std::int64_t* special = in + count * slot.limbs;
     for (std::size_t i = 0; i < count; ++i) {
       exact::ExactSum s{};
