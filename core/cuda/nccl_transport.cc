@@ -1,7 +1,6 @@
 #include "core/cuda/nccl_transport.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <cstring>
 #include <future>
 #include <thread>
@@ -10,37 +9,24 @@
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/nccl_api.h"
 #include "core/cuda/nccl_unique_id.h"
+#include "core/deadline.h"
 #include "core/error.h"
 
 namespace rv {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = Deadline::Clock;
+
+// Polls of a collective start short (a collective of small messages completes in
+// microseconds) and back off to 1 ms (a long wait costs little CPU).
+Backoff collective_backoff() {
+  return Backoff(std::chrono::microseconds(5), std::chrono::milliseconds(1));
+}
 
 // How long an abort may take before we stop waiting for it. ncclCommAbort stops NCCL's
 // kernels and threads; should it itself wedge (a peer's socket half open), the error must
 // still reach the user, so the abort runs on a helper thread and we wait this long at most.
 constexpr std::chrono::seconds kAbortGrace{10};
-
-std::string seconds_text(std::chrono::milliseconds duration) {
-  const double seconds = static_cast<double>(duration.count()) / 1000.0;
-  char text[32];
-  std::snprintf(text, sizeof text, "%.3g s", seconds);
-  return text;
-}
-
-// Polls with an interval that starts short (a collective of small messages completes in
-// microseconds) and backs off to 1 ms (a long wait costs little CPU).
-class Backoff {
- public:
-  void sleep() {
-    std::this_thread::sleep_for(interval_);
-    interval_ = std::min(interval_ * 2, std::chrono::microseconds{1000});
-  }
-
- private:
-  std::chrono::microseconds interval_{5};
-};
 
 class NcclTransport final : public Transport {
  public:
@@ -71,7 +57,7 @@ class NcclTransport final : public Transport {
   void join(const NcclConnectOptions& options);
   void begin(const char* what);
   void check_enqueue(ncclResult_t result, const char* what);
-  void wait_enqueued(const char* what, Clock::time_point deadline);
+  void wait_enqueued(const char* what, const Deadline& deadline);
   void complete(const char* what);
   [[noreturn]] void fail(const char* what, ncclResult_t result);
   [[noreturn]] void expire(const char* what, std::chrono::milliseconds waited);
@@ -110,7 +96,7 @@ NcclTransport::NcclTransport(const NcclLibrary& library, const NcclConnectOption
 
 void NcclTransport::join(const NcclConnectOptions& options) {
   // One deadline for the whole rendezvous: the id and the init together.
-  const Clock::time_point deadline = Clock::now() + timeout_;
+  const Deadline deadline(timeout_);
   ncclUniqueId id{};
   static_assert(sizeof id.internal == kNcclUniqueIdBytes, "NCCL_UNIQUE_ID_BYTES changed");
   if (rank_ == 0) {
@@ -167,7 +153,7 @@ void NcclTransport::finalize() noexcept {
       if (result != ncclSuccess && result != ncclInProgress) {
         abort_once();
       } else {
-        wait_enqueued("finalize", Clock::now() + timeout_);  // aborts on its deadline
+        wait_enqueued("finalize", Deadline(timeout_));  // aborts on its deadline
         if (comm_ != nullptr) {
           (void)api().comm_destroy(comm_);
           comm_ = nullptr;
@@ -225,8 +211,8 @@ void NcclTransport::fail(const char* what, ncclResult_t result) {
 void NcclTransport::expire(const char* what, std::chrono::milliseconds waited) {
   abort_once();
   throw DeadlineExceeded(std::string("NCCL ") + what + " on " + where() +
-                         " did not complete within its deadline of " + seconds_text(timeout_) +
-                         " (waited " + seconds_text(waited) +
+                         " did not complete within its deadline of " + format_duration(timeout_) +
+                         " (waited " + format_duration(waited) +
                          "): a peer died, froze or never joined; the communicator was aborted");
 }
 
@@ -246,35 +232,33 @@ void NcclTransport::check_enqueue(ncclResult_t result, const char* what) {
 
 // Non-blocking NCCL returns ncclInProgress while it sets a call up (init, connections,
 // enqueueing kernels); the communicator's state says when that is done or has failed.
-void NcclTransport::wait_enqueued(const char* what, Clock::time_point deadline) {
+void NcclTransport::wait_enqueued(const char* what, const Deadline& deadline) {
   const Clock::time_point started = Clock::now();
-  Backoff backoff;
+  Backoff backoff = collective_backoff();
   for (;;) {
     ncclResult_t state = ncclSuccess;
     const ncclResult_t result = api().comm_get_async_error(comm_, &state);
     if (result != ncclSuccess) fail(what, result);
     if (state == ncclSuccess) return;
     if (state != ncclInProgress) fail(what, state);
-    const Clock::time_point now = Clock::now();
-    if (now >= deadline) {
-      expire(what, std::chrono::duration_cast<std::chrono::milliseconds>(now - started));
+    if (deadline.passed()) {
+      expire(what, std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started));
     }
-    backoff.sleep();
+    backoff.sleep(deadline);
   }
 }
 
 // The watchdog of one call: the call is set up, then its kernels finish on the stream,
 // all within the transport's deadline; a peer's failure that NCCL notices is an error now.
 void NcclTransport::complete(const char* what) {
-  const Clock::time_point started = Clock::now();
-  const Clock::time_point deadline = started + timeout_;
+  const Deadline deadline(timeout_);
   wait_enqueued(what, deadline);
   const cudaError_t recorded = cudaEventRecord(done_, stream_);
   if (recorded != cudaSuccess) {
     abort_once();
     RV_CUDA_CHECK(recorded);
   }
-  Backoff backoff;
+  Backoff backoff = collective_backoff();
   for (;;) {
     const cudaError_t query = cudaEventQuery(done_);
     if (query == cudaSuccess) return;
@@ -286,11 +270,8 @@ void NcclTransport::complete(const char* what) {
     const ncclResult_t result = api().comm_get_async_error(comm_, &state);
     if (result != ncclSuccess) fail(what, result);
     if (state != ncclSuccess && state != ncclInProgress) fail(what, state);
-    const Clock::time_point now = Clock::now();
-    if (now >= deadline) {
-      expire(what, std::chrono::duration_cast<std::chrono::milliseconds>(now - started));
-    }
-    backoff.sleep();
+    if (deadline.passed()) expire(what, deadline.elapsed());
+    backoff.sleep(deadline);
   }
 }
 
@@ -367,7 +348,8 @@ void NcclTransport::library_sum(float* values, std::size_t n) {
 
 void NcclTransport::all_reduce_int64(std::int64_t* values, std::size_t n, IntReduction op) {
   const cuda_detail::ScopedDevice scope(device_);
-  const char* what = op == IntReduction::kSum ? "int64 sum (ncclAllReduce)" : "int64 max (ncclAllReduce)";
+  const char* what =
+      op == IntReduction::kSum ? "int64 sum (ncclAllReduce)" : "int64 max (ncclAllReduce)";
   begin(what);
   if (n == 0) return;
   check_enqueue(api().all_reduce(values, values, n, ncclInt64,
@@ -386,7 +368,7 @@ std::int64_t NcclTransport::max_int(std::int64_t value) {
       api().all_reduce(device_scratch_, device_scratch_, 1, ncclInt64, ncclMax, comm_, stream_),
       "integer max (ncclAllReduce)");
   // Non-blocking NCCL may still be enqueueing its kernel: the copy back must come after it.
-  wait_enqueued("integer max (ncclAllReduce)", Clock::now() + timeout_);
+  wait_enqueued("integer max (ncclAllReduce)", Deadline(timeout_));
   RV_CUDA_CHECK(cudaMemcpyAsync(host_scratch_, device_scratch_, sizeof value,
                                 cudaMemcpyDeviceToHost, stream_));
   complete("integer max (ncclAllReduce)");

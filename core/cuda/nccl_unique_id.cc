@@ -7,8 +7,8 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
+#include "core/deadline.h"
 #include "core/error.h"
 
 namespace rv {
@@ -85,10 +85,12 @@ void publish_nccl_id(const std::string& job_dir, const NcclIdRecord& record) {
 }
 
 NcclIdRecord await_nccl_id(const std::string& job_dir, const std::string& nonce, std::uint32_t rank,
-                           std::uint32_t world, std::chrono::steady_clock::time_point deadline) {
+                           std::uint32_t world, const Deadline& deadline) {
   const std::string path = file_in(job_dir);
-  const auto started = std::chrono::steady_clock::now();
-  std::chrono::microseconds interval{100};
+  const auto started = Deadline::Clock::now();
+  // Rank 0 publishes within milliseconds of its own start; a late rank 0 (still loading NCCL)
+  // is polled at most 50 times a second.
+  Backoff backoff(std::chrono::microseconds(100), std::chrono::milliseconds(20));
   std::string last_seen = "no such file";
   for (;;) {
     if (const auto text = read_whole_file(path)) {
@@ -105,18 +107,14 @@ NcclIdRecord await_nccl_id(const std::string& job_dir, const std::string& nonce,
         return *record;
       }
     }
-    const auto now = std::chrono::steady_clock::now();
-    if (now >= deadline) {
+    if (deadline.passed()) {
       const auto waited =
-          std::chrono::duration_cast<std::chrono::milliseconds>(now - started).count();
+          std::chrono::duration_cast<std::chrono::milliseconds>(Deadline::Clock::now() - started);
       throw DeadlineExceeded("rank " + std::to_string(rank) + " of " + std::to_string(world) +
                              ": rank 0 did not publish the NCCL unique id in '" + path +
-                             "' within " + std::to_string(waited) + " ms (found " + last_seen +
-                             ")");
+                             "' within " + format_duration(waited) + " (found " + last_seen + ")");
     }
-    std::this_thread::sleep_for(
-        std::min<std::chrono::steady_clock::duration>(interval, deadline - now));
-    interval = std::min(interval * 2, std::chrono::microseconds{20000});
+    backoff.sleep(deadline);
   }
 }
 

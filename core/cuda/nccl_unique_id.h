@@ -7,11 +7,12 @@
 #pragma once
 
 #include <array>
-#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include "core/deadline.h"
 
 namespace rv {
 
@@ -35,6 +36,6 @@ void publish_nccl_id(const std::string& job_dir, const NcclIdRecord& record);
 // `deadline`. Throws DeadlineExceeded naming the rank, the file and the wait; InputError when
 // the record's world differs from `world` (the ranks disagree on W).
 NcclIdRecord await_nccl_id(const std::string& job_dir, const std::string& nonce, std::uint32_t rank,
-                           std::uint32_t world, std::chrono::steady_clock::time_point deadline);
+                           std::uint32_t world, const Deadline& deadline);
 
 }  // namespace rv

@@ -8,9 +8,9 @@
 #include <utility>
 #include <vector>
 
+#include "core/deadline.h"
 #include "core/error.h"
 #include "core/launch/atomic_file.h"
-#include "core/launch/polling.h"
 
 namespace rv {
 namespace {
@@ -47,7 +47,8 @@ void FileBarrier::wait() {
 
   std::vector<std::uint32_t> missing;
   for (std::uint32_t r = 0; r < world_; ++r) missing.push_back(r);
-  PollDeadline deadline(timeout_);
+  const Deadline deadline(timeout_);
+  Backoff backoff;
   for (;;) {
     // Markers never disappear while anyone can still be waiting on their generation, so a
     // rank seen once stays counted.
@@ -61,9 +62,9 @@ void FileBarrier::wait() {
       broken_ = true;
       throw DeadlineExceeded(detail::concat("barrier generation ", generation, " in ", dir_, ": ",
                                             ranks_text(missing), " missing after ",
-                                            seconds_text(timeout_)));
+                                            format_duration(timeout_)));
     }
-    deadline.sleep();
+    backoff.sleep(deadline);
   }
 
   // Keep at most two generations on disk. Once generation g is complete, every rank has

@@ -11,10 +11,10 @@
 #include <utility>
 #include <vector>
 
+#include "core/deadline.h"
 #include "core/error.h"
 #include "core/launch/atomic_file.h"
 #include "core/launch/launcher_env.h"
-#include "core/launch/polling.h"
 
 namespace rv {
 namespace {
@@ -126,7 +126,8 @@ JobDirectory JobDirectory::open(const std::string& root, const std::string& job_
   if (root.empty()) throw InputError("the rendezvous directory is empty");
   const std::string path = root + "/" + job_id;
   const auto in = [&](const char* name) { return path + "/" + name; };
-  PollDeadline deadline(timeout);
+  const Deadline deadline(timeout);
+  Backoff backoff;
 
   if (rank == 0) {
     make_directories(root);
@@ -168,11 +169,11 @@ JobDirectory JobDirectory::open(const std::string& root, const std::string& job_
       if (missing.empty()) break;
       if (deadline.passed()) {
         const std::string why =
-            detail::concat(ranks_text(missing), " did not join within ", seconds_text(timeout));
+            detail::concat(ranks_text(missing), " did not join within ", format_duration(timeout));
         abandon(why);
         throw DeadlineExceeded(detail::concat("job directory ", path, ": ", why));
       }
-      deadline.sleep();
+      backoff.sleep(deadline);
     }
     write_file_atomically(in(kReadyFile), "nonce " + nonce + "\n");
     return JobDirectory(path, job_id, rank, world, nonce);
@@ -184,11 +185,11 @@ JobDirectory JobDirectory::open(const std::string& root, const std::string& job_
     if (deadline.passed()) {
       throw DeadlineExceeded(
           detail::concat("job directory ", path, ": rank ", rank,
-                         " found no world record from rank 0 after ", seconds_text(timeout),
+                         " found no world record from rank 0 after ", format_duration(timeout),
                          " (is rank 0 running, with the same rendezvous directory and "
                          "job id?)"));
     }
-    deadline.sleep();
+    backoff.sleep(deadline);
   }
   const WorldRecord record = parse_world_record(in(kWorldRecordFile), *record_text);
   if (record.world != world) {
@@ -227,12 +228,12 @@ JobDirectory JobDirectory::open(const std::string& root, const std::string& job_
       throw DeadlineExceeded(detail::concat("job directory ", path, ": rank ", rank,
                                             " registered, but rank 0 did not confirm the "
                                             "world within ",
-                                            seconds_text(timeout),
+                                            format_duration(timeout),
                                             " (rank 0 died, or the directory is left "
                                             "from a crashed run with job id ",
                                             job_id, ")"));
     }
-    deadline.sleep();
+    backoff.sleep(deadline);
   }
 }
 

@@ -14,9 +14,9 @@
 #include <cstring>
 #include <set>
 
+#include "core/deadline.h"
 #include "core/error.h"
 #include "core/launch/launcher_env.h"
-#include "core/launch/polling.h"
 
 extern char** environ;
 

@@ -57,8 +57,7 @@ TEST(NcclUniqueId, AReaderFindsRankZerosRecord) {
     std::this_thread::sleep_for(milliseconds(50));
     publish_nccl_id(dir.path(), record);
   });
-  const NcclIdRecord got =
-      await_nccl_id(dir.path(), "abc", 2, 3, Clock::now() + milliseconds(5000));
+  const NcclIdRecord got = await_nccl_id(dir.path(), "abc", 2, 3, Deadline(milliseconds(5000)));
   publisher.join();
   EXPECT_EQ(got.id, record.id);
 }
@@ -67,7 +66,7 @@ TEST(NcclUniqueId, NoRecordEndsInADeadlineNamingTheRankAndFile) {
   const test::ScratchDir dir;
   const auto started = Clock::now();
   try {
-    await_nccl_id(dir.path(), "abc", 1, 2, started + milliseconds(300));
+    await_nccl_id(dir.path(), "abc", 1, 2, Deadline(milliseconds(300)));
     FAIL() << "no record was published";
   } catch (const DeadlineExceeded& e) {
     const std::string what = e.what();
@@ -83,7 +82,7 @@ TEST(NcclUniqueId, AnotherLaunchsRecordIsNeverUsed) {
   const test::ScratchDir dir;
   publish_nccl_id(dir.path(), sample_record("stale-launch", 2));
   try {
-    await_nccl_id(dir.path(), "this-launch", 1, 2, Clock::now() + milliseconds(200));
+    await_nccl_id(dir.path(), "this-launch", 1, 2, Deadline(milliseconds(200)));
     FAIL() << "a stale record was accepted";
   } catch (const DeadlineExceeded& e) {
     EXPECT_NE(std::string(e.what()).find("another launch"), std::string::npos) << e.what();
@@ -93,7 +92,7 @@ TEST(NcclUniqueId, AnotherLaunchsRecordIsNeverUsed) {
 TEST(NcclUniqueId, AWorldSizeThatDiffersIsBadInput) {
   const test::ScratchDir dir;
   publish_nccl_id(dir.path(), sample_record("n", 4));
-  EXPECT_THROW(await_nccl_id(dir.path(), "n", 1, 2, Clock::now() + milliseconds(1000)), InputError);
+  EXPECT_THROW(await_nccl_id(dir.path(), "n", 1, 2, Deadline(milliseconds(1000))), InputError);
 }
 
 }  // namespace

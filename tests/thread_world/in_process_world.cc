@@ -4,18 +4,11 @@
 #include <cstring>
 #include <string>
 
+#include "core/deadline.h"
 #include "core/error.h"
 
 namespace rv::test {
 namespace {
-
-std::string rank_list(const std::vector<std::uint32_t>& ranks) {
-  std::string text = ranks.size() == 1 ? "rank " : "ranks ";
-  for (std::size_t i = 0; i < ranks.size(); ++i) {
-    text += (i ? ", " : "") + std::to_string(ranks[i]);
-  }
-  return text;
-}
 
 // What a rank brings to a byte-moving collective.
 struct BytesPost {
@@ -185,11 +178,10 @@ std::vector<const void*> InProcessWorld::meet(std::uint32_t rank, const void* po
   --arrived_count_;
   if (met) {
     throw RuntimeFailure("in-process world: rank " + std::to_string(rank) + ": " +
-                         rank_list(absent) + " gone (transport closed)");
+                         ranks_text(absent) + " gone (transport closed)");
   }
   throw DeadlineExceeded("in-process world: rank " + std::to_string(rank) + ": " +
-                         rank_list(absent) + " did not come within " +
-                         std::to_string(timeout_.count()) + " ms");
+                         ranks_text(absent) + " did not come within " + format_duration(timeout_));
 }
 
 void InProcessWorld::leave(std::uint32_t rank) {

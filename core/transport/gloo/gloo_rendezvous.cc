@@ -6,9 +6,9 @@
 
 #include <csignal>
 #include <sstream>
-#include <thread>
 #include <vector>
 
+#include "core/deadline.h"
 #include "core/error.h"
 #include "core/transport/gloo/gloo_failure.h"
 
@@ -37,18 +37,14 @@ void check_options(const GlooConnectOptions& options) {
   if (options.hostname.empty()) throw InputError("gloo: empty hostname for the TCP device");
 }
 
-std::string ranks_text(const std::vector<std::uint32_t>& ranks) {
-  std::ostringstream out;
-  out << (ranks.size() == 1 ? "rank " : "ranks ");
-  for (std::size_t i = 0; i < ranks.size(); ++i) out << (i ? ", " : "") << ranks[i];
-  return out.str();
-}
-
 // Polls every other rank's arrival key until all are there or the deadline passes; then the
 // error names exactly the ranks still missing.
 void await_arrivals(const StoreHasKey& has_key, const GlooConnectOptions& options,
                     const std::string& label) {
   const Deadline deadline(options.timeout);
+  // Each poll already waits up to 1 ms per missing rank (has_key_by_short_wait): 10 ms
+  // between polls keeps a store of many ranks from being asked continuously.
+  Backoff backoff(std::chrono::milliseconds(10), std::chrono::milliseconds(10));
   std::vector<bool> arrived(options.world, false);
   arrived[options.rank] = true;
   for (;;) {
@@ -62,7 +58,7 @@ void await_arrivals(const StoreHasKey& has_key, const GlooConnectOptions& option
       throw DeadlineExceeded(label + ": " + ranks_text(missing) + " did not arrive within " +
                              format_duration(options.timeout));
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    backoff.sleep(deadline);
   }
 }
 

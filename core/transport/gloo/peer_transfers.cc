@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/transport/gloo/gloo_failure.h"
 
 namespace rv {
 namespace gloo_detail {

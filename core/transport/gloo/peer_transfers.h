@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/transport/gloo/gloo_failure.h"
+#include "core/deadline.h"
 
 namespace gloo {
 class Context;
