@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/launch/file_barrier.h"
 #include "core/reducer/agreement.h"
+#include "core/reducer/exact_reducer.h"
 #include "core/reducer/fixed_order_reducer.h"
 #include "core/reducer/library_sum_reducer.h"
 
@@ -15,13 +16,16 @@ namespace rv {
 // when the context moves.
 struct DistContext::Process {
   Process(const LaunchRank& launch_rank, JobDirectory job_directory,
-          std::unique_ptr<Transport> connected, FoldDevice& fold, std::chrono::milliseconds timeout)
+          std::unique_ptr<Transport> connected, FoldDevice& fold, ExactDevice* exact,
+          std::chrono::milliseconds timeout)
       : launch(launch_rank),
         job(std::move(job_directory)),
         transport(std::move(connected)),
         device(fold),
         barrier(job.file("barrier"), launch.rank, launch.world, timeout),
-        reducer(*transport, device) {}
+        reducer(*transport, device) {
+    if (exact != nullptr) exact_reducer = std::make_unique<ExactReducer>(*transport, *exact);
+  }
 
   LaunchRank launch;
   JobDirectory job;
@@ -29,6 +33,7 @@ struct DistContext::Process {
   FoldDevice& device;
   FileBarrier barrier;
   FixedOrderReducer reducer;
+  std::unique_ptr<ExactReducer> exact_reducer;  // under the exact contract only
   std::uint64_t collectives = 0;  // this context's collectives so far, for the agreement
 };
 
@@ -56,7 +61,7 @@ DistContext DistContext::single(std::uint32_t device, std::uint64_t seed) {
 DistContext DistContext::process(const LaunchRank& launch, JobDirectory job,
                                  std::unique_ptr<Transport> transport, FoldDevice& device,
                                  Contract contract, std::chrono::milliseconds timeout,
-                                 std::uint64_t seed) {
+                                 std::uint64_t seed, ExactDevice* exact_device) {
   if (transport == nullptr) throw InputError("DistContext::process: no transport");
   RV_ENFORCE_EQ(InputError, transport->rank(), launch.rank,
                 "DistContext: the transport was connected for another rank");
@@ -68,8 +73,16 @@ DistContext DistContext::process(const LaunchRank& launch, JobDirectory job,
                 "DistContext: the job directory was opened for another world size");
   agree_across_ranks(*transport, detail::concat("DistContext contract=", to_string(contract),
                                                 " seed=", seed, " world=", launch.world));
-  auto state =
-      std::make_unique<Process>(launch, std::move(job), std::move(transport), device, timeout);
+  if (contract == Contract::kExact && exact_device == nullptr) {
+    if (&device != &host_fold_device()) {
+      throw InputError("DistContext: the exact contract on " + std::string(device.name()) +
+                       " needs its ExactDevice");
+    }
+    exact_device = &host_exact_device();
+  }
+  auto state = std::make_unique<Process>(launch, std::move(job), std::move(transport), device,
+                                         contract == Contract::kExact ? exact_device : nullptr,
+                                         timeout);
   return DistContext(launch.local_rank, SeedLaw(seed), contract, std::move(state));
 }
 
@@ -98,6 +111,8 @@ void DistContext::all_reduce_grad_sum(float* arena, std::size_t n) {
   agree("grad-sum", n);
   if (contract_ == Contract::kFixedOrder) {
     process_->reducer.all_reduce(arena, n, Op::kSum);
+  } else if (contract_ == Contract::kExact) {
+    process_->exact_reducer->all_reduce(arena, n, Op::kSum);
   } else {
     library_sum_all_reduce(*process_->transport, process_->device, arena, n, Op::kSum);
   }
@@ -110,6 +125,8 @@ void DistContext::all_reduce_host_mean(float* values, std::size_t n) {
   const auto reduce = [&](float* arena) {
     if (contract_ == Contract::kFixedOrder) {
       process_->reducer.all_reduce(arena, n, Op::kMean);
+    } else if (contract_ == Contract::kExact) {
+      process_->exact_reducer->all_reduce(arena, n, Op::kMean);
     } else {
       library_sum_all_reduce(*process_->transport, device, arena, n, Op::kMean);
     }

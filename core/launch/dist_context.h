@@ -4,7 +4,7 @@
 //   code written for a world runs unchanged with distribution off;
 // - Process: one rank of a multi-process world, built from what the launch layer found (the
 //   rank, the job directory, a connected Transport, the fold device) and the contract in
-//   force; reductions run the fixed-order reducer or the library's sum.
+//   force; reductions run the fixed-order reducer, the exact reducer or the library's sum.
 // Built in rv_launch (reduce_verify::launch), which links the reducers.
 #pragma once
 
@@ -17,6 +17,7 @@
 #include "core/contract.h"
 #include "core/launch/job_directory.h"
 #include "core/launch/launcher_env.h"
+#include "core/reducer/exact_device.h"
 #include "core/reducer/fold_device.h"
 #include "core/seed_law.h"
 #include "core/transport/transport.h"
@@ -34,11 +35,13 @@ class DistContext {
   // the barrier's deadline (the transport has its own, set when it connected). All ranks
   // first agree on the contract and the seed (an InputError on every rank naming who has
   // what): a world that mixes contracts or seeds would compute something, just not the
-  // same thing everywhere.
+  // same thing everywhere. The exact contract runs on `exact_device` (same memory as
+  // `device`); null means host_exact_device() when `device` is the host, and is an
+  // InputError for a GPU device under the exact contract.
   static DistContext process(const LaunchRank& launch, JobDirectory job,
                              std::unique_ptr<Transport> transport, FoldDevice& device,
                              Contract contract, std::chrono::milliseconds timeout,
-                             std::uint64_t seed = 0);
+                             std::uint64_t seed = 0, ExactDevice* exact_device = nullptr);
 
   // Movable, not copyable; a moved-from context must not be used.
   DistContext(DistContext&&) noexcept;
@@ -80,8 +83,9 @@ class DistContext {
   void barrier();
 
   // In-place sum of the flat f32 gradient arena (n values in the fold device's memory)
-  // across ranks: the fixed-order reducer, or the library's sum under library-sum. The mean
-  // scale and the optimizer stay with the trainer (sum, then × 1/W: never pre-scale).
+  // across ranks: the fixed-order reducer, the exact reducer (the correctly rounded sum), or
+  // the library's sum under library-sum. The mean scale and the optimizer stay with the
+  // trainer (sum, then × 1/W: never pre-scale).
   void all_reduce_grad_sum(float* arena, std::size_t n);
 
   // In-place mean of n host f32 values across ranks (sum, then × (1.0f / W), the NaN rule),

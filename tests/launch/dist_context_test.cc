@@ -18,6 +18,7 @@
 #include "core/arena.h"
 #include "core/emulated_world.h"
 #include "core/error.h"
+#include "core/exact/exact_reduction.h"
 #include "core/transport/gloo/gloo_transport.h"
 #include "tests/support/scratch_dir.h"
 
@@ -145,6 +146,31 @@ TEST_P(DistContextWorld, FixedOrderReductionsEqualTheReferenceFoldOnEveryRank) {
             << "host mean, rank " << r << ", n " << n;
       }
       context.barrier();
+    }
+  });
+  expect_all_ok(errors);
+}
+
+// The exact contract through the embeddable core: the correctly rounded sum and mean (the
+// straight reference of core/exact), on cancelling data where the fold would differ.
+TEST_P(DistContextWorld, ExactReductionsEqualTheExactReferenceOnEveryRank) {
+  const std::uint32_t world = GetParam();
+  test::ScratchDir scratch;
+  const auto errors = run_world(world, [&](std::uint32_t r) {
+    DistContext context = open_rank(scratch.path(), "exact", r, world, Contract::kExact);
+    EXPECT_EQ(context.reduce_contract(), Contract::kExact);
+    for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{3000}}) {
+      for (Distribution dist : {Distribution::kCancel, Distribution::kSpecial}) {
+        const auto arenas = world_arenas(dist, world, n);
+        std::vector<float> grad = arenas[r];
+        context.all_reduce_grad_sum(grad.data(), n);
+        EXPECT_TRUE(same_bits(grad, reference_exact(arenas, Op::kSum)))
+            << "grad sum, rank " << r << ", n " << n;
+        std::vector<float> host = arenas[r];
+        context.all_reduce_host_mean(host.data(), n);
+        EXPECT_TRUE(same_bits(host, reference_exact(arenas, Op::kMean)))
+            << "host mean, rank " << r << ", n " << n;
+      }
     }
   });
   expect_all_ok(errors);
