@@ -1,147 +1,23 @@
 #include "core/launch/supervisor.h"
 
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
-#include <cstring>
-#include <set>
+#include <cstring>  // sigabbrev_np
 
 #include "core/deadline.h"
 #include "core/error.h"
-#include "core/launch/launcher_env.h"
-
-extern char** environ;
+#include "core/launch/child_process.h"
+#include "core/launch/signal_pipe.h"
 
 namespace rv {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using launch_detail::SignalPipe;
 using std::chrono::milliseconds;
-
-// The handlers' whole state: a self-pipe that wakes the supervisor's poll (a signal arriving
-// just before poll leaves a byte, so no wake-up is lost), and the signals that asked the
-// supervisor to stop.
-int g_wake_fd[2] = {-1, -1};
-volatile sig_atomic_t g_stop_signal = 0;
-volatile sig_atomic_t g_stop_requests = 0;
-std::atomic<bool> g_supervising{false};
-
-extern "C" void on_supervisor_signal(int signal) {
-  const int saved_errno = errno;
-  if (signal == SIGINT || signal == SIGTERM) {
-    if (g_stop_signal == 0) g_stop_signal = signal;
-    g_stop_requests = g_stop_requests + 1;
-  }
-  const char byte = 0;
-  [[maybe_unused]] const ssize_t n = ::write(g_wake_fd[1], &byte, 1);
-  errno = saved_errno;
-}
-
-constexpr int kHandledSignals[] = {SIGCHLD, SIGINT, SIGTERM};
-
-// Installs the handlers and the self-pipe for the duration of one world; restores the
-// caller's handlers after.
-class SignalScope {
- public:
-  SignalScope() {
-    if (g_supervising.exchange(true)) {
-      throw InternalError("run_rank_processes is already running in this process");
-    }
-    if (::pipe2(g_wake_fd, O_CLOEXEC | O_NONBLOCK) != 0) {
-      g_supervising = false;
-      throw RuntimeFailure(detail::concat("supervisor: pipe: ", std::strerror(errno)));
-    }
-    g_stop_signal = 0;
-    g_stop_requests = 0;
-    struct sigaction action {};
-    action.sa_handler = on_supervisor_signal;
-    sigemptyset(&action.sa_mask);
-    action.sa_flags = SA_RESTART;
-    for (std::size_t i = 0; i < std::size(kHandledSignals); ++i) {
-      ::sigaction(kHandledSignals[i], &action, &previous_[i]);
-    }
-  }
-  ~SignalScope() {
-    for (std::size_t i = 0; i < std::size(kHandledSignals); ++i) {
-      ::sigaction(kHandledSignals[i], &previous_[i], nullptr);
-    }
-    ::close(g_wake_fd[0]);
-    ::close(g_wake_fd[1]);
-    g_wake_fd[0] = g_wake_fd[1] = -1;
-    g_supervising = false;
-  }
-  SignalScope(const SignalScope&) = delete;
-  SignalScope& operator=(const SignalScope&) = delete;
-
-  // Waits for a signal (or until `timeout`), then empties the pipe.
-  static void wait(milliseconds timeout) {
-    pollfd fd{g_wake_fd[0], POLLIN, 0};
-    ::poll(&fd, 1, static_cast<int>(std::max<milliseconds::rep>(1, timeout.count())));
-    char drain[64];
-    while (::read(g_wake_fd[0], drain, sizeof drain) > 0) {
-    }
-  }
-
- private:
-  struct sigaction previous_[std::size(kHandledSignals)];
-};
-
-std::string resolve_program(const std::string& program) {
-  if (program.find('/') != std::string::npos) return program;
-  const char* path = std::getenv("PATH");
-  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
-  std::size_t start = 0;
-  while (start <= dirs.size()) {
-    const std::size_t end = std::min(dirs.find(':', start), dirs.size());
-    const std::string dir = end > start ? dirs.substr(start, end - start) : ".";
-    const std::string candidate = dir + "/" + program;
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-    start = end + 1;
-  }
-  throw RuntimeFailure(
-      detail::concat("supervisor: cannot start ranks: ", program, " is not an executable in PATH"));
-}
-
-// Each rank's complete environment, built before any fork: after fork in a process that may
-// have threads, the child may only call async-signal-safe functions (no allocation).
-std::vector<std::string> rank_environment(const RankProcessSpec& spec, std::uint32_t rank) {
-  std::vector<std::pair<std::string, std::string>> added = spec.env;
-  added.emplace_back(kRankVariable, std::to_string(rank));
-  added.emplace_back(kWorldSizeVariable, std::to_string(spec.world));
-  added.emplace_back(kLocalRankVariable, std::to_string(rank));
-  std::set<std::string> replaced;
-  for (const auto& [name, value] : added) replaced.insert(name);
-  std::vector<std::string> env;
-  for (char** entry = environ; entry && *entry; ++entry) {
-    const std::string text(*entry);
-    if (replaced.count(text.substr(0, text.find('='))) == 0) env.push_back(text);
-  }
-  // A later duplicate in `added` wins, as with setenv.
-  std::vector<std::pair<std::string, std::string>> last;
-  for (const auto& item : added) {
-    last.erase(std::remove_if(last.begin(), last.end(),
-                              [&](const auto& other) { return other.first == item.first; }),
-               last.end());
-    last.push_back(item);
-  }
-  for (const auto& [name, value] : last) env.push_back(name + "=" + value);
-  return env;
-}
-
-std::vector<char*> pointers(std::vector<std::string>& strings) {
-  std::vector<char*> out;
-  for (auto& s : strings) out.push_back(s.data());
-  out.push_back(nullptr);
-  return out;
-}
 
 struct Child {
   pid_t pid = -1;
@@ -151,10 +27,12 @@ struct Child {
   bool sent_kill = false;
 };
 
+// The world's state machine: which ranks are live, whether and since when it is stopping, and
+// what each rank's end was. Driven by run_rank_processes on every wake-up of its SignalPipe.
 class World {
  public:
-  World(const RankProcessSpec& spec, Clock::time_point start)
-      : spec_(spec), start_(start), children_(spec.world) {
+  World(const RankProcessSpec& spec, const SignalPipe& signals, Clock::time_point start)
+      : spec_(spec), signals_(signals), start_(start), children_(spec.world) {
     outcome_.exits.resize(spec.world);
     for (std::uint32_t r = 0; r < spec.world; ++r) outcome_.exits[r].rank = r;
   }
@@ -201,12 +79,12 @@ class World {
   // Everything that is not a child's end: forwarded signals, the deadline, the grace period.
   void check_timers() {
     const auto now = Clock::now();
-    if (g_stop_signal != 0 && outcome_.forwarded_signal == 0) {
-      outcome_.forwarded_signal = g_stop_signal;
-      begin_stop(g_stop_signal);
+    if (signals_.stop_signal() != 0 && outcome_.forwarded_signal == 0) {
+      outcome_.forwarded_signal = signals_.stop_signal();
+      begin_stop(signals_.stop_signal());
     }
     // A second Ctrl-C means now.
-    if (g_stop_requests > 1 && !killed_) kill_all();
+    if (signals_.stop_requests() > 1 && !killed_) kill_all();
     if (spec_.deadline.count() > 0 && !stopping_ && now - start_ >= spec_.deadline) {
       outcome_.deadline_passed = true;
       begin_stop(SIGTERM);
@@ -270,73 +148,13 @@ class World {
 
  private:
   const RankProcessSpec& spec_;
+  const SignalPipe& signals_;
   Clock::time_point start_;
   std::vector<Child> children_;
   WorldOutcome outcome_;
   bool stopping_ = false, killed_ = false;
   Clock::time_point stop_started_, kill_at_;
 };
-
-// The child's side, between fork and exec: async-signal-safe calls only.
-[[noreturn]] void become_rank(const char* program, char* const* argv, char* const* envp,
-                              pid_t supervisor, int exec_error_fd) {
-  struct sigaction default_action {};
-  default_action.sa_handler = SIG_DFL;
-  sigemptyset(&default_action.sa_mask);
-  for (int signal : kHandledSignals) ::sigaction(signal, &default_action, nullptr);
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  // The supervisor may have died before prctl took effect: then no SIGKILL will come.
-  if (::getppid() != supervisor) ::_exit(127);
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  ::execve(program, argv, envp);
-  const int error = errno;
-  [[maybe_unused]] const ssize_t n = ::write(exec_error_fd, &error, sizeof error);
-  ::_exit(127);
-}
-
-// Forks one rank and waits until it has exec'd (the exec-error pipe closes on exec) or
-// failed to (the child writes errno to it).
-pid_t start_rank(const std::string& program, std::vector<char*>& argv, std::vector<char*>& envp,
-                 std::uint32_t rank) {
-  int exec_error[2];
-  if (::pipe2(exec_error, O_CLOEXEC) != 0) {
-    throw RuntimeFailure(detail::concat("supervisor: pipe: ", std::strerror(errno)));
-  }
-  // All signals blocked across fork, so the child cannot run the supervisor's handlers
-  // before it has reset them.
-  sigset_t all, previous;
-  sigfillset(&all);
-  ::pthread_sigmask(SIG_SETMASK, &all, &previous);
-  const pid_t supervisor = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::close(exec_error[0]);
-    become_rank(program.c_str(), argv.data(), envp.data(), supervisor, exec_error[1]);
-  }
-  const int fork_error = errno;
-  ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-  ::close(exec_error[1]);
-  if (pid < 0) {
-    ::close(exec_error[0]);
-    throw RuntimeFailure(detail::concat("supervisor: cannot start rank ", rank,
-                                        ": fork: ", std::strerror(fork_error)));
-  }
-  int error = 0;
-  ssize_t n;
-  while ((n = ::read(exec_error[0], &error, sizeof error)) < 0 && errno == EINTR) {
-  }
-  ::close(exec_error[0]);
-  if (n == static_cast<ssize_t>(sizeof error)) {
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    throw RuntimeFailure(detail::concat("supervisor: cannot start rank ", rank, ": exec ", program,
-                                        ": ", std::strerror(error)));
-  }
-  return pid;
-}
 
 std::string how_it_ended(const RankExit& ended) {
   if (ended.exited) return detail::concat("exited with code ", ended.code);
@@ -390,18 +208,19 @@ std::string WorldOutcome::describe() const {
 WorldOutcome run_rank_processes(const RankProcessSpec& spec) {
   if (spec.argv.empty()) throw InputError("supervisor: no program to start for the ranks");
   RV_ENFORCE_GE(InputError, spec.world, 1u, "supervisor: a world has at least one rank");
-  const std::string program = resolve_program(spec.argv[0]);
-  std::vector<std::string> argv_strings = spec.argv;
-  std::vector<char*> argv = pointers(argv_strings);
-  std::vector<std::vector<std::string>> env_strings;
-  for (std::uint32_t r = 0; r < spec.world; ++r) env_strings.push_back(rank_environment(spec, r));
-
-  SignalScope signals;
-  World world(spec, Clock::now());
+  const std::string program = launch_detail::resolve_program(spec.argv[0]);
+  std::vector<std::string> argv = spec.argv;
+  // Every environment is built before the first fork (see child_process.h).
+  std::vector<std::vector<std::string>> env;
   for (std::uint32_t r = 0; r < spec.world; ++r) {
-    std::vector<char*> envp = pointers(env_strings[r]);
+    env.push_back(launch_detail::rank_environment(spec, r));
+  }
+
+  const SignalPipe signals;
+  World world(spec, signals, Clock::now());
+  for (std::uint32_t r = 0; r < spec.world; ++r) {
     try {
-      world.add(r, start_rank(program, argv, envp, r));
+      world.add(r, launch_detail::start_rank(program, argv, env[r], r));
     } catch (...) {
       world.abandon();
       throw;
@@ -411,7 +230,7 @@ WorldOutcome run_rank_processes(const RankProcessSpec& spec) {
     world.reap();
     world.check_timers();
     if (world.live_count() == 0) break;
-    SignalScope::wait(world.next_wake());
+    signals.wait(world.next_wake());
   }
   return world.finish();
 }

@@ -16,6 +16,8 @@
 // previous handlers afterwards) and is not reentrant: one world at a time per process.
 // PR_SET_PDEATHSIG fires when the calling *thread* ends; the call blocks that thread until the
 // world is reaped, so this holds.
+// The pieces: signal_pipe.h (the handlers and their self-pipe), child_process.h (fork and exec
+// of one rank); the world's state machine is in supervisor.cc.
 #pragma once
 
 #include <chrono>
