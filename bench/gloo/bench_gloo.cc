@@ -1,5 +1,5 @@
 // What determinism costs on CPUs: the fixed-order reducer over our Gloo transport against
-// Gloo's own ring allreduce, W = 2 and 4 rank threads over loopback TCP (rank_threads.h),
+// Gloo's own ring allreduce, W = 2 and 4 rank threads over loopback TCP (gloo_ranks.h),
 // arenas of 1, 4, 16 and 64 MiB. Each iteration times both, taking turns to go first, on the
 // same ranks and the same arena bytes (reset before every run, untimed), each after an
 // untimed run of the same method, so drifting load on the box hits both alike and neither
@@ -17,25 +17,25 @@
 #include <map>
 #include <memory>
 
-#include "bench/gloo/rank_threads.h"
+#include "bench/gloo/gloo_ranks.h"
 #include "core/arena.h"
 #include "core/reducer/library_sum_reducer.h"
 
 namespace rv::bench {
 namespace {
 
-std::map<std::uint32_t, std::unique_ptr<RankThreads>>& worlds() {
-  static std::map<std::uint32_t, std::unique_ptr<RankThreads>> cache;
+std::map<std::uint32_t, std::unique_ptr<GlooRanks>>& worlds() {
+  static std::map<std::uint32_t, std::unique_ptr<GlooRanks>> cache;
   return cache;
 }
 
-RankThreads& world_of(std::uint32_t w) {
+GlooRanks& world_of(std::uint32_t w) {
   auto& slot = worlds()[w];
-  if (!slot) slot = std::make_unique<RankThreads>(w);
+  if (!slot) slot = std::make_unique<GlooRanks>(w);
   return *slot;
 }
 
-void prepare_arenas(RankThreads& world, std::size_t n) {
+void prepare_arenas(GlooRanks& world, std::size_t n) {
   world.run([n](Rank& rank) {
     if (rank.pristine.size() == n) return;
     rank.pristine =
@@ -53,7 +53,7 @@ void BM_FixedOrderVsGlooRing(benchmark::State& state) {
   const auto mib = static_cast<std::size_t>(state.range(1));
   const std::size_t bytes = mib << 20;
   const std::size_t n = bytes / sizeof(float);
-  RankThreads& world = world_of(w);
+  GlooRanks& world = world_of(w);
   prepare_arenas(world, n);
 
   auto fixed_order = [n](Rank& rank) { rank.reducer->all_reduce(rank.work.data(), n, Op::kSum); };
