@@ -1,4 +1,4 @@
-// XXH3-128 digests of arenas (verify/digest.h), in bytes/s: what every check and run line
+// XXH3-128 digests of arenas (verify/golden/digest.h), in bytes/s: what every check and run line
 // pays once per reduced arena.
 #include <benchmark/benchmark.h>
 
