@@ -1,0 +1,54 @@
+// CudaExactDevice: the exact reducer's ExactDevice on one GPU (core/cuda/exact_kernel.h's
+// kernels). It enqueues on a CudaFoldDevice's stream, so an NCCL transport created for that
+// stream (verify/live/transport_factory.cc passes CudaFoldDevice::stream() to connect_nccl)
+// orders its int64 all-reduces with the encode before them and the round after them
+// without extra waits; the fixed-order and the exact reducer of one rank share the device.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/cuda/cuda_fold_device.h"
+#include "core/exact/exact_plan.h"
+#include "core/reducer/exact_device.h"
+
+namespace rv {
+
+class CudaExactDevice final : public ExactDevice {
+ public:
+  // `fold_device` must outlive this device. Throws RuntimeFailure for device errors.
+  explicit CudaExactDevice(const CudaFoldDevice& fold_device);
+  ~CudaExactDevice() override;
+  CudaExactDevice(const CudaExactDevice&) = delete;
+  CudaExactDevice& operator=(const CudaExactDevice&) = delete;
+
+  const char* name() const override { return name_.c_str(); }  // the fold device's name
+  std::int64_t* allocate_words(std::size_t n) override;
+  void free_words(std::int64_t* p) override;
+  void agreement_words(const float* values, std::size_t n, std::int64_t* words) override;
+  void download_words(std::int64_t* host, const std::int64_t* words, std::size_t n) override;
+  // encode and round upload the plan's block slots (16 bytes per 1024 elements) on the
+  // stream when they differ from the last plan uploaded: a round after its encode reuses it.
+  void encode(const float* values, const ExactPlan& plan, std::int64_t* words) override;
+  void round(const std::int64_t* sums, const ExactPlan& plan, Op op, float* out) override;
+  void synchronize() override;
+
+  int device() const { return device_; }
+  void* stream() const { return stream_; }
+
+ private:
+  // The device copy of plan.blocks, uploaded when it differs from the last one.
+  const ExactBlockSlot* device_slots(const ExactPlan& plan);
+
+  int device_;
+  void* stream_;
+  std::string name_;
+  ExactBlockSlot* slots_ = nullptr;  // device memory, capacity slots_capacity_
+  std::size_t slots_capacity_ = 0;
+  std::vector<ExactBlockSlot> uploaded_;  // what slots_ holds
+  bool uploaded_valid_ = false;
+};
+
+}  // namespace rv

@@ -1,0 +1,97 @@
+// The exact contract's element work on a GPU (docs/DESIGN.md §2.4): the agreement words, the
+// digits under a plan and the rounding, computing on device memory exactly what
+// core/exact/host_exact.h computes on the host, bit for bit, with the same element laws
+// (core/exact/exact_law.h, compiled by nvcc for the device). Also the integer combination of
+// W word buffers (sum or max) that the library's int64 all-reduce does, for the one-GPU
+// loopback world and for tests. This header has no CUDA types: host code of any target can
+// include it.
+//
+// Every function enqueues on `cuda_stream` (a cudaStream_t of the current device; nullptr for
+// the default stream) and returns; all pointers are device pointers of the current device.
+// Throws InputError for bad arguments, RuntimeFailure when a launch fails.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/contract.h"
+#include "core/exact/exact_plan.h"
+#include "core/transport/transport.h"
+
+namespace rv {
+
+// An ExactPlan as the kernels read it: the block slots in device memory (an upload of
+// plan.blocks), the rest by value.
+struct ExactPlanView {
+  const ExactBlockSlot* blocks = nullptr;  // device pointer, block_count entries
+  std::size_t block_count = 0;
+  std::size_t count = 0;  // elements covered (plan.count)
+  std::uint32_t world = 1;
+  int limb_bits = 62;
+  std::size_t words = 0;        // int64 words of the plan's buffer (plan.words)
+  bool general_blocks = false;  // some block has several limbs or special words
+};
+// The view of `plan` whose slots were uploaded to d_blocks.
+ExactPlanView view_of(const ExactPlan& plan, const ExactBlockSlot* d_blocks);
+
+// exact_agreement_words: exact_block_count(n) × exact::kAgreementWords words at d_words.
+void launch_exact_agreement_words(const float* d_values, std::size_t n, std::int64_t* d_words,
+                                  void* cuda_stream);
+
+// exact_encode: the plan's words (digits, zero digits included, and special words) of
+// plan.count values at d_words; every word of the plan is written.
+void launch_exact_encode(const float* d_values, const ExactPlanView& plan, std::int64_t* d_words,
+                         void* cuda_stream);
+
+// exact_round: plan.count results at d_out from the summed words at d_sums. d_out must not
+// overlap d_sums.
+void launch_exact_round(const std::int64_t* d_sums, const ExactPlanView& plan, Op op, float* d_out,
+                        void* cuda_stream);
+
+// What the library's int64 all-reduce computes, over W slots in one device's memory: d_out[i]
+// = the sum (or the maximum) of d_stacked[r × slot_stride + i] over r < slots. Integer
+// addition is associative, so the order of the slots does not matter; the caller keeps every
+// sum inside int64 (the exact contract's digits do, by construction). d_out may be exactly
+// slot 0 (in place); a slot_stride of 0 adds slot 0 to itself `slots` times.
+void launch_combine_words(const std::int64_t* d_stacked, std::uint32_t slots,
+                          std::size_t slot_stride, std::size_t n, IntReduction op,
+                          std::int64_t* d_out, void* cuda_stream);
+
+namespace detail {
+
+// How the encode kernel knows the limb width: read from the plan at run time, or as a
+// compile-time constant (one kernel per width 43 … 62), which turns exact::digits_of's
+// division of a bit offset by the width into a multiply and a shift. The same bits; the
+// benchmark compares them.
+enum class LimbWidth : std::uint8_t { kRunTime, kCompileTime };
+inline constexpr LimbWidth kAllLimbWidths[] = {LimbWidth::kRunTime, LimbWidth::kCompileTime};
+LimbWidth default_limb_width();
+const char* to_string(LimbWidth width);
+
+void launch_exact_encode_with(const float* d_values, const ExactPlanView& plan,
+                              std::int64_t* d_words, void* cuda_stream, LimbWidth width);
+
+// How the one-limb mean divides |D| × 2^64 by W: exact::round_one_limb's long division in
+// 64-bit integer divisions (a software routine on the GPU), or the same long division with a
+// reciprocal of W precomputed on the host (a multiply-high and a shift per digit). Both
+// give the exact quotient and remainder, so the same bits; the benchmark compares them.
+enum class MeanDivision : std::uint8_t { kLongDivision, kReciprocal };
+inline constexpr MeanDivision kAllMeanDivisions[] = {MeanDivision::kLongDivision,
+                                                     MeanDivision::kReciprocal};
+MeanDivision default_mean_division();
+const char* to_string(MeanDivision division);
+
+void launch_exact_round_with(const std::int64_t* d_sums, const ExactPlanView& plan, Op op,
+                             float* d_out, void* cuda_stream, MeanDivision division);
+
+// The reciprocal of a divisor 2 ≤ W ≤ 2^20 for dividends x < 2^53: floor(x / W) =
+// mulhi64(x, magic) >> shift. Exposed for the tests.
+struct Reciprocal {
+  std::uint64_t magic = 0;
+  int shift = 0;
+  std::uint32_t divisor = 1;
+};
+Reciprocal reciprocal_of(std::uint32_t divisor);
+
+}  // namespace detail
+}  // namespace rv
