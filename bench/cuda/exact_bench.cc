@@ -1,0 +1,261 @@
+// The exact contract's kernels against cudaMemcpy device-to-device, measured in the same run
+// on the same device: 256 MiB of `normal` floats (64 Mi elements, one limb per element, as
+// every block of gradient-like data gets), the plan of a world of 8. Each kernel and a copy
+// are timed with CUDA events, alternately in each iteration (so both see the same clocks),
+// after a warm-up, each enqueued while the device is still busy with the work before it (no
+// launch gaps in the timings); the counters are medians.
+//   encode traffic:    4 B read + 8 B written per element (the digits)
+//   round traffic:     8 B read + 4 B written per element
+//   agreement traffic: 4 B read per element + 24 B written per 1024 elements
+//   copy: (read + written) / 2 bytes copied, i.e. the same bytes moved
+//   copy_fraction = kernel bandwidth / copy bandwidth (target ≥ 0.8 on the H200)
+// Variants: the encode with the limb width known at run time or as a compile-time constant,
+// the round for sum and for mean, the mean with the long division by W or its reciprocal
+// (detail::LimbWidth, detail::MeanDivision; "(default)" marks what the device uses).
+//
+// Run: bench_cuda_exact --benchmark_out=FILE.json --benchmark_out_format=json
+#include <benchmark/benchmark.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/arena.h"
+#include "core/cuda/device_buffer.h"
+#include "core/cuda/device_info.h"
+#include "core/cuda/exact_kernel.h"
+#include "core/exact/exact_law.h"
+#include "core/exact/exact_plan.h"
+
+namespace rv {
+namespace {
+
+constexpr std::size_t kValueBytes = std::size_t{256} << 20;
+constexpr std::size_t kValues = kValueBytes / sizeof(float);
+constexpr std::uint32_t kWorld = 8;
+constexpr int kWarmup = 3;
+constexpr int kIterations = 25;
+
+void check(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) {
+    throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
+  }
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t mid = values.size() / 2;
+  return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
+}
+
+// Everything the kernels read and write, made once for all benchmarks: the values, their
+// plan (agreement words through the kernel, the plan on the host), the digits, the sums of
+// kWorld identical ranks (realistic magnitudes for the round), the results, and a copy
+// source and target large enough for the largest kernel's traffic.
+struct Workload {
+  DeviceBuffer values, agreement, slots, digits, sums, results, copy_source, copy_target;
+  ExactPlan plan;
+  ExactPlanView view;
+  cudaStream_t stream = nullptr;
+
+  Workload() {
+    check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+    const std::vector<float> host =
+        generate_arena(ArenaSpec{kLatestGenerator, Distribution::kNormal, 42}, 0, kValues);
+    values = DeviceBuffer(0, kValueBytes);
+    values.upload(host.data(), kValueBytes);
+    const std::size_t agreement_words = exact_block_count(kValues) * exact::kAgreementWords;
+    agreement = DeviceBuffer(0, agreement_words * sizeof(std::int64_t));
+    auto* agreed_device = static_cast<std::int64_t*>(agreement.data());
+    launch_exact_agreement_words(values.floats(), kValues, agreed_device, stream);
+    check(cudaStreamSynchronize(stream), "agreement");
+    std::vector<std::int64_t> agreed(agreement_words);
+    agreement.download(agreed.data(), agreed.size() * sizeof(std::int64_t));
+    plan = plan_exact_blocks(agreed.data(), kValues, kWorld);
+    slots = DeviceBuffer(0, plan.blocks.size() * sizeof(ExactBlockSlot));
+    slots.upload(plan.blocks.data(), plan.blocks.size() * sizeof(ExactBlockSlot));
+    view = view_of(plan, static_cast<const ExactBlockSlot*>(slots.data()));
+    digits = DeviceBuffer(0, plan.words * sizeof(std::int64_t));
+    sums = DeviceBuffer(0, plan.words * sizeof(std::int64_t));
+    launch_exact_encode(values.floats(), view, digit_words(), stream);
+    launch_combine_words(digit_words(), kWorld, 0, plan.words, IntReduction::kSum, sum_words(),
+                         stream);
+    results = DeviceBuffer(0, kValueBytes);
+    const std::size_t largest_traffic = kValueBytes + plan.words * sizeof(std::int64_t);
+    copy_source = DeviceBuffer(0, largest_traffic / 2);
+    copy_target = DeviceBuffer(0, largest_traffic / 2);
+    check(cudaMemsetAsync(copy_source.data(), 0x3C, copy_source.bytes(), stream), "memset");
+    check(cudaStreamSynchronize(stream), "set-up");
+  }
+  ~Workload() { cudaStreamDestroy(stream); }
+  Workload(const Workload&) = delete;
+  Workload& operator=(const Workload&) = delete;
+
+  std::int64_t* digit_words() const { return static_cast<std::int64_t*>(digits.data()); }
+  std::int64_t* sum_words() const { return static_cast<std::int64_t*>(sums.data()); }
+  double digit_bytes() const { return static_cast<double>(plan.words * sizeof(std::int64_t)); }
+};
+
+Workload& workload() {
+  static Workload w;
+  return w;
+}
+
+// Times `kernel` (moving `bytes`) against a copy of bytes / 2 and fills the counters.
+void measure(benchmark::State& state, const std::function<void()>& kernel, double bytes,
+             const std::string& label) {
+  Workload& w = workload();
+  const auto copy_bytes = static_cast<std::size_t>(bytes / 2);
+  const auto copy = [&] {
+    check(cudaMemcpyAsync(w.copy_target.data(), w.copy_source.data(), copy_bytes,
+                          cudaMemcpyDeviceToDevice, w.stream),
+          "copy");
+  };
+  cudaEvent_t start, kernel_done, copy_done;
+  check(cudaEventCreate(&start), "event");
+  check(cudaEventCreate(&kernel_done), "event");
+  check(cudaEventCreate(&copy_done), "event");
+  for (int i = 0; i < kWarmup; ++i) {
+    kernel();
+    copy();
+  }
+  check(cudaStreamSynchronize(w.stream), "warm-up");
+
+  std::vector<double> kernel_ms, copy_ms;
+  for (auto _ : state) {
+    // A lead-in copy keeps the stream busy while the timed kernel and copy are enqueued: an
+    // event recorded on an idle stream would count the host's launch latency as device time.
+    copy();
+    check(cudaEventRecord(start, w.stream), "record");
+    kernel();
+    check(cudaEventRecord(kernel_done, w.stream), "record");
+    copy();
+    check(cudaEventRecord(copy_done, w.stream), "record");
+    check(cudaEventSynchronize(copy_done), "sync");
+    float k = 0, c = 0;
+    check(cudaEventElapsedTime(&k, start, kernel_done), "elapsed");
+    check(cudaEventElapsedTime(&c, kernel_done, copy_done), "elapsed");
+    kernel_ms.push_back(k);
+    copy_ms.push_back(c);
+    state.SetIterationTime(k / 1e3);
+  }
+  check(cudaGetLastError(), "kernel");
+
+  const double kernel_bw = bytes / (median(kernel_ms) / 1e3);
+  const double copy_bw = 2.0 * static_cast<double>(copy_bytes) / (median(copy_ms) / 1e3);
+  state.SetBytesProcessed(static_cast<std::int64_t>(bytes) * state.iterations());
+  state.counters["kernel_GBps"] = kernel_bw / 1e9;
+  state.counters["copy_GBps"] = copy_bw / 1e9;
+  state.counters["copy_fraction"] = kernel_bw / copy_bw;
+  state.counters["kernel_median_ms"] = median(kernel_ms);
+  state.counters["copy_median_ms"] = median(copy_ms);
+  state.counters["bytes_per_element"] = bytes / static_cast<double>(kValues);
+  state.SetLabel(label);
+
+  cudaEventDestroy(start);
+  cudaEventDestroy(kernel_done);
+  cudaEventDestroy(copy_done);
+}
+
+void BM_ExactAgreement(benchmark::State& state) {
+  Workload& w = workload();
+  const double bytes = static_cast<double>(kValueBytes) + static_cast<double>(w.agreement.bytes());
+  measure(
+      state,
+      [&] {
+        launch_exact_agreement_words(w.values.floats(), kValues,
+                                     static_cast<std::int64_t*>(w.agreement.data()), w.stream);
+      },
+      bytes, "agreement words");
+}
+
+void BM_ExactEncode(benchmark::State& state) {
+  Workload& w = workload();
+  const auto width = detail::kAllLimbWidths[state.range(0)];
+  measure(
+      state,
+      [&] {
+        detail::launch_exact_encode_with(w.values.floats(), w.view, w.digit_words(), w.stream,
+                                         width);
+      },
+      static_cast<double>(kValueBytes) + w.digit_bytes(),
+      std::string("encode ") + detail::to_string(width) +
+          (width == detail::default_limb_width() ? " (default)" : ""));
+}
+
+void BM_ExactRound(benchmark::State& state) {
+  Workload& w = workload();
+  const Op op = state.range(0) == 0 ? Op::kSum : Op::kMean;
+  const auto division = detail::kAllMeanDivisions[state.range(1)];
+  std::string label = std::string("round ") + std::string(to_string(op));
+  if (op == Op::kMean) {
+    label += std::string(" ") + detail::to_string(division) +
+             (division == detail::default_mean_division() ? " (default)" : "");
+  }
+  measure(
+      state,
+      [&] {
+        detail::launch_exact_round_with(w.sum_words(), w.view, op, w.results.floats(), w.stream,
+                                        division);
+      },
+      w.digit_bytes() + static_cast<double>(kValueBytes), label);
+}
+
+BENCHMARK(BM_ExactAgreement)
+    ->UseManualTime()
+    ->Iterations(kIterations)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ExactEncode)
+    ->ArgNames({"width"})
+    ->Arg(0)
+    ->Arg(1)
+    ->UseManualTime()
+    ->Iterations(kIterations)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ExactRound)
+    ->ArgNames({"mean", "division"})
+    ->Args({0, 1})
+    ->Args({1, 0})
+    ->Args({1, 1})
+    ->UseManualTime()
+    ->Iterations(kIterations)
+    ->Unit(benchmark::kMillisecond);
+
+void add_context() {
+  const CudaInfo info = cuda_info();
+  benchmark::AddCustomContext("cuda_driver", cuda_version_text(info.driver_version));
+  benchmark::AddCustomContext("cuda_runtime", cuda_version_text(info.runtime_version));
+  if (!info.gpus.empty()) {
+    benchmark::AddCustomContext("gpu", describe(info.gpus[0]));
+    benchmark::AddCustomContext("gpu_pci_bus_id", info.gpus[0].pci_bus_id);
+  }
+  benchmark::AddCustomContext("nvidia_driver", info.driver_release);
+  benchmark::AddCustomContext("values", std::to_string(kValues) + " normal floats (seed 42)");
+  benchmark::AddCustomContext("world", std::to_string(kWorld));
+  const Workload& w = workload();
+  benchmark::AddCustomContext(
+      "digit_words_per_element",
+      std::to_string(static_cast<double>(w.plan.words) / static_cast<double>(kValues)));
+}
+
+}  // namespace
+}  // namespace rv
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  if (!rv::cuda_device_present()) {
+    std::printf("bench_cuda_exact: no CUDA device (%s); nothing to measure\n",
+                rv::cuda_info().status.c_str());
+    return 0;
+  }
+  rv::add_context();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
