@@ -12,10 +12,11 @@
 // scalar accesses only where the buffer does not allow the vector (an unaligned pointer, an
 // odd-sized last block's upper limbs, the end of the block).
 //
-// The rounding comes in two kernels: one for one-limb blocks without specials (the common
-// case: a digit and exact::round_one_limb) and one for the rest (add_shifted over the limbs,
-// round_exact_sum), launched only when the plan has such blocks, so the general path's
-// 8-word long division does not cost the common path registers.
+// The encode and the round each come in two kernels: one for one-limb blocks without
+// specials (the common case: one digit, exact::round_one_limb) and one for the rest (every
+// limb and the special words; add_shifted over the limbs and round_exact_sum), launched only
+// when the plan has such blocks, so the general path costs the common one no registers and
+// the common encode can be instantiated per limb width (a compile-time divisor) cheaply.
 #include "core/cuda/exact_kernel.h"
 
 #include <algorithm>
@@ -142,16 +143,23 @@ __global__ void __launch_bounds__(kThreads)
 
 // ---- Encode ------------------------------------------------------------------------------
 
+// A block the one-limb kernels take: at most one limb and no special words.
+__host__ __device__ __forceinline__ bool one_limb_slot(const ExactBlockSlot& slot) {
+  return slot.limbs <= 1 && slot.special == 0;
+}
+
+// Blocks of exactly one limb and no specials (the common case): one digit per element.
 // kLimbBits > 0: the plan's limb width as a compile-time constant (exact::digits_of is
 // inlined, so its division of the bit offset by the width becomes a multiply and a shift
-// instead of a 32-bit division routine); 0: read from the plan at run time.
+// instead of a 32-bit division routine); 0: read from the plan at run time. Blocks without
+// words (no limbs, no specials) are skipped; the rest are left to the general kernel.
 template <int kLimbBits>
 __global__ void __launch_bounds__(kThreads)
-    encode_kernel(const float* values, ExactPlanView plan, std::int64_t* words) {
+    encode_one_limb_kernel(const float* values, ExactPlanView plan, std::int64_t* words) {
   const int limb_bits = kLimbBits > 0 ? kLimbBits : plan.limb_bits;
   for (std::size_t b = blockIdx.x; b < plan.block_count; b += gridDim.x) {
     const ExactBlockSlot slot = plan.blocks[b];
-    if (slot.limbs == 0 && slot.special == 0) continue;  // the block has no words
+    if (slot.limbs != 1 || slot.special != 0) continue;
     const std::size_t count =
         min(static_cast<std::size_t>(exact::kBlock), plan.count - b * exact::kBlock);
     const float* x = values + b * exact::kBlock;
@@ -163,21 +171,37 @@ __global__ void __launch_bounds__(kThreads)
       const std::size_t left = count - e;
       std::uint32_t bits[2];
       load_pair(x + e, left, bits);
-      if (slot.limbs == 1) {  // the common case: one digit per element
-        store_pair(out + e, left, exact::digits_of(bits[0], slot.bottom, limb_bits).low,
-                   exact::digits_of(bits[1], slot.bottom, limb_bits).low);
-      } else if (slot.limbs > 1) {
-        // Every limb's word is written (a zero where the element has no digit), so no
-        // zero-filling pass is needed.
-        const exact::Digits d0 = exact::digits_of(bits[0], slot.bottom, limb_bits);
-        const exact::Digits d1 = exact::digits_of(bits[1], slot.bottom, limb_bits);
-        for (int j = 0; j < slot.limbs; ++j) {
-          const auto digit = [j](const exact::Digits& d) -> std::int64_t {
-            if (d.first_limb < 0) return 0;
-            return j == d.first_limb ? d.low : j == d.first_limb + 1 ? d.high : 0;
-          };
-          store_pair(out + static_cast<std::size_t>(j) * count + e, left, digit(d0), digit(d1));
-        }
+      store_pair(out + e, left, exact::digits_of(bits[0], slot.bottom, limb_bits).low,
+                 exact::digits_of(bits[1], slot.bottom, limb_bits).low);
+    }
+  }
+}
+
+// Blocks of several limbs or with special words: every limb's word is written (a zero where
+// the element has no digit), so no zero-filling pass is needed, then the special words.
+__global__ void __launch_bounds__(kThreads)
+    encode_general_kernel(const float* values, ExactPlanView plan, std::int64_t* words) {
+  for (std::size_t b = blockIdx.x; b < plan.block_count; b += gridDim.x) {
+    const ExactBlockSlot slot = plan.blocks[b];
+    if (one_limb_slot(slot)) continue;
+    const std::size_t count =
+        min(static_cast<std::size_t>(exact::kBlock), plan.count - b * exact::kBlock);
+    const float* x = values + b * exact::kBlock;
+    std::int64_t* out = words + slot.offset;
+    for (int k = 0; k < kPairs; ++k) {
+      const std::size_t e = 2 * threadIdx.x + k * (2 * kThreads);
+      if (e >= count) break;
+      const std::size_t left = count - e;
+      std::uint32_t bits[2];
+      load_pair(x + e, left, bits);
+      const exact::Digits d0 = exact::digits_of(bits[0], slot.bottom, plan.limb_bits);
+      const exact::Digits d1 = exact::digits_of(bits[1], slot.bottom, plan.limb_bits);
+      for (int j = 0; j < slot.limbs; ++j) {
+        const auto digit = [j](const exact::Digits& d) -> std::int64_t {
+          if (d.first_limb < 0) return 0;
+          return j == d.first_limb ? d.low : j == d.first_limb + 1 ? d.high : 0;
+        };
+        store_pair(out + static_cast<std::size_t>(j) * count + e, left, digit(d0), digit(d1));
       }
       if (slot.special != 0) {
         store_pair(out + static_cast<std::size_t>(slot.limbs) * count + e, left,
@@ -194,7 +218,7 @@ using EncodeKernel = void (*)(const float*, ExactPlanView, std::int64_t*);
 template <int... kOffsets>
 constexpr std::array<EncodeKernel, sizeof...(kOffsets)> constant_width_encoders(
     std::integer_sequence<int, kOffsets...>) {
-  return {&encode_kernel<kNarrowestLimb + kOffsets>...};
+  return {&encode_one_limb_kernel<kNarrowestLimb + kOffsets>...};
 }
 constexpr auto kConstantWidthEncoders =
     constant_width_encoders(std::make_integer_sequence<int, kWidestLimb - kNarrowestLimb + 1>{});
@@ -241,10 +265,6 @@ __device__ __forceinline__ std::uint32_t round_digit(std::int64_t d, int bottom,
   } else {
     return exact::round_one_limb(d, bottom, a.plan.world, kMean);
   }
-}
-
-__host__ __device__ __forceinline__ bool one_limb_slot(const ExactBlockSlot& slot) {
-  return slot.limbs <= 1 && slot.special == 0;
 }
 
 // The blocks of at most one limb and no specials; the others are left to the general kernel.
@@ -466,13 +486,18 @@ void launch_exact_encode_with(const float* d_values, const ExactPlanView& plan,
   check_pointer(d_values, "launch_exact_encode", "the values");
   check_pointer(d_words, "launch_exact_encode", "the words");
   static_assert(exact::kMaxWorld == (1u << 20), "the constant widths cover W <= 2^20");
-  EncodeKernel kernel = &encode_kernel<0>;
+  EncodeKernel kernel = &encode_one_limb_kernel<0>;
   if (width == LimbWidth::kCompileTime) {
     kernel = kConstantWidthEncoders[static_cast<std::size_t>(plan.limb_bits - kNarrowestLimb)];
   }
-  kernel<<<grid_for(kernel, plan.block_count), kThreads, 0, as_stream(cuda_stream)>>>(
-      d_values, plan, d_words);
-  RV_CUDA_CHECK_LAUNCH("encode_kernel");
+  const auto stream = as_stream(cuda_stream);
+  kernel<<<grid_for(kernel, plan.block_count), kThreads, 0, stream>>>(d_values, plan, d_words);
+  RV_CUDA_CHECK_LAUNCH("encode_one_limb_kernel");
+  if (plan.general_blocks) {
+    encode_general_kernel<<<grid_for(encode_general_kernel, plan.block_count), kThreads, 0,
+                            stream>>>(d_values, plan, d_words);
+    RV_CUDA_CHECK_LAUNCH("encode_general_kernel");
+  }
 }
 
 MeanDivision default_mean_division() { return MeanDivision::kReciprocal; }
