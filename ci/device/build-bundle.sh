@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds, on this (GPU-less) machine, what ci/device/run-on-h200.sh runs on a GPU machine,
 # and stages it in build-device/ (ignored by git; carried to the device machine):
-#   build-device/bin/   the GPU tests, bench_cuda, bench_nccl, reduce-verify (when it builds)
+#   build-device/bin/   the GPU tests, bench_cuda, bench_cuda_exact, bench_nccl, reduce-verify
+#                       (when it builds)
 #   build-device/lib/   the shared libraries they need that a bare CUDA image may lack
 #                       (Google Benchmark and Gloo are shared-only on Debian)
 #   build-device/BUILD  how it was built (commit, compiler, flags)
@@ -19,7 +20,8 @@ cmake -S "$root" -B "$tree" -G Ninja -DCMAKE_BUILD_TYPE=Release -DRV_WERROR=ON \
   -DRV_WITH_CUDA=ON -DCMAKE_CUDA_RUNTIME_LIBRARY=Static "$@" >/dev/null
 
 programs=(gpu_fold_kernel_test gpu_cuda_fold_device_test gpu_loopback_world_test
-          gpu_nccl_transport_test cuda_host_test bench_cuda bench_nccl)
+          gpu_exact_kernel_test gpu_exact_world_test
+          gpu_nccl_transport_test cuda_host_test bench_cuda bench_cuda_exact bench_nccl)
 cmake --build "$tree" -j "$jobs" --target "${programs[@]}"
 # The CLI is other people's code in motion: ship it when it builds, go on when it does not.
 if cmake --build "$tree" -j "$jobs" --target reduce-verify >/dev/null 2>&1; then

@@ -2,8 +2,9 @@
 # Everything the GPU proof needs, in ONE device call (device time is scarce), on a machine
 # with one NVIDIA GPU, from the bundle ci/device/build-bundle.sh staged in build-device/:
 #   1. the machine: GPU, driver, NCCL libraries present
-#   2. the gpu tests, once under each NCCL library (LD_LIBRARY_PATH picks it)
-#   3. the fold benchmark (fold vs cudaMemcpy D2D), JSON with GPU/driver/CUDA/NCCL context
+#   2. the gpu tests, once under each NCCL library (LD_LIBRARY_PATH picks it), into tests.log
+#   3. the fold benchmark (fold vs cudaMemcpy D2D) and the exact kernels' benchmark (encode,
+#      round, agreement vs cudaMemcpy D2D), JSON with GPU/driver/CUDA/NCCL context
 #   4. a world-of-one smoke run of the NCCL benchmark (it measures only with >= 2 GPUs)
 #   5. the CLI, when the bundle has it: info, run --transport cuda-loopback over the
 #      committed suite and over raw special-value inputs, run --transport nccl --world 1,
@@ -70,12 +71,15 @@ libs() { echo "LD_LIBRARY_PATH=${nccl_dirs[$1]}:$bundle/lib"; }
 note "machine: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -1)"
 
 # 2. The gpu tests: all of them under the first NCCL; under the others, the ones that load
-# NCCL (the kernel, fold-device and loopback tests never do).
+# NCCL (the kernel, device and loopback tests never do). One log for every NCCL (each step's
+# header names it): the results folder holds at most 8 files.
+tests_log="$out/tests.log"
+: >"$tests_log"
 run_tests() {  # run_tests KEY TEST...
   local key=$1
   shift
-  local log="$out/tests-nccl-$key.log"
-  : >"$log"
+  local log="$tests_log"
+  local first_line=$(($(wc -l <"$log") + 1))
   for t in "$@"; do
     if ! step "tests[$key] $t" 240 "$log" env "$(libs "$key")" "$bundle/bin/$t" \
          --gtest_output="xml:$work/reports/$t-$key.xml"; then
@@ -87,10 +91,11 @@ run_tests() {  # run_tests KEY TEST...
       fi
     fi
   done
-  grep -hE "^(using|loaded) NCCL" "$log" | sort -u | sed "s/^/  [$key] /" | tee -a "$summary"
+  tail -n +"$first_line" "$log" | grep -hE "^(using|loaded) NCCL" | sort -u |
+    sed "s/^/  [$key] /" | tee -a "$summary"
 }
 run_tests system gpu_fold_kernel_test gpu_cuda_fold_device_test gpu_loopback_world_test \
-  gpu_nccl_transport_test cuda_host_test
+  gpu_exact_kernel_test gpu_exact_world_test gpu_nccl_transport_test cuda_host_test
 
 # 3. The fold benchmark (3 repetitions: the spread shows in the aggregates).
 log="$out/bench.log"
@@ -98,6 +103,9 @@ log="$out/bench.log"
 step "bench_cuda (fold vs cudaMemcpy D2D)" 300 "$log" env "$(libs system)" "$bundle/bin/bench_cuda" \
   --benchmark_repetitions=3 --benchmark_counters_tabular=true \
   --benchmark_out="$out/cuda-fold-h200.json" --benchmark_out_format=json
+step "bench_cuda_exact (exact kernels vs cudaMemcpy D2D)" 120 "$log" env "$(libs system)" \
+  "$bundle/bin/bench_cuda_exact" --benchmark_repetitions=3 --benchmark_counters_tabular=true \
+  --benchmark_out="$out/cuda-exact-h200.json" --benchmark_out_format=json
 
 # 4. The NCCL benchmark as a world of one (a smoke test: it needs >= 2 GPUs to measure).
 step "bench_nccl world of one (smoke, <= 64 MiB)" 120 "$log" env "$(libs system)" \
@@ -158,6 +166,20 @@ for b in data["benchmarks"]:
     if b.get("aggregate_name") != "median":
         continue
     print(f"{b['run_name']:44} {b.get('label',''):28} {b['fold_GBps']:10.1f} {b['copy_GBps']:10.1f} {b['copy_fraction']:9.3f}")
+EOF
+# The exact kernels' medians (bytes moved = read + written; target copy_fraction >= 0.8).
+python3 - "$out/cuda-exact-h200.json" <<'EOF' | tee -a "$summary"
+import json, sys
+try:
+    data = json.load(open(sys.argv[1]))
+except Exception as e:
+    print("no exact benchmark JSON:", e); sys.exit(0)
+print(f"{'exact kernel':38} {'label':40} {'B/elem':>6} {'GB/s':>8} {'copy GB/s':>10} {'fraction':>9}")
+for b in data["benchmarks"]:
+    if b.get("aggregate_name") != "median":
+        continue
+    print(f"{b['run_name']:38} {b.get('label', ''):40} {b['bytes_per_element']:6.2f} "
+          f"{b['kernel_GBps']:8.1f} {b['copy_GBps']:10.1f} {b['copy_fraction']:9.3f}")
 EOF
 failed=$(grep -c "rc=[1-9]" "$summary")
 note "steps failed: $failed"
