@@ -68,7 +68,7 @@ int run_golden(const GoldenOptions& options) {
   if (exact_only) {
     text << "# proof: EmulatedWorld's integer dataflow agreed bit for bit with the straight exact "
             "reference under "
-         << options.orders << " delivery orders per case, the ranks permuted in every other\n";
+         << options.orders << " delivery orders per case (the ranks permuted in every other order)\n";
   } else {
     text << "# proof: EmulatedWorld agreed bit for bit with the reference fold under "
          << options.orders << " delivery orders per case\n";
