@@ -36,7 +36,7 @@ start=$(date +%s%N)
 echo "gate: check took $((($(date +%s%N) - start) / 1000000)) ms"
 
 echo "== gate: live run over gloo, W = $worlds"
-"$rv" run --transport gloo --world "$worlds" --contract both \
+"$rv" run --transport gloo --world "$worlds" --contract all \
   --report "$out/cpu-gloo.json" --junit "$out/cpu-gloo.xml"
 
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
