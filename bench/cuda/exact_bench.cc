@@ -10,8 +10,9 @@
 //   copy: (read + written) / 2 bytes copied, i.e. the same bytes moved
 //   copy_fraction = kernel bandwidth / copy bandwidth (target ≥ 0.8 on the H200)
 // Variants: the encode with the limb width known at run time or as a compile-time constant,
-// the round for sum and for mean, the mean with the long division by W or its reciprocal
-// (detail::LimbWidth, detail::MeanDivision; "(default)" marks what the device uses).
+// the round for sum and for mean, the mean with the long division by W, its reciprocal, or
+// (W = 8 being a power of two) no division (detail::LimbWidth, detail::MeanDivision;
+// "(default)" marks what the device uses).
 //
 // Run: bench_cuda_exact --benchmark_out=FILE.json --benchmark_out_format=json
 #include <benchmark/benchmark.h>
@@ -195,7 +196,7 @@ void BM_ExactRound(benchmark::State& state) {
   std::string label = std::string("round ") + std::string(to_string(op));
   if (op == Op::kMean) {
     label += std::string(" ") + detail::to_string(division) +
-             (division == detail::default_mean_division() ? " (default)" : "");
+             (division == detail::default_mean_division(kWorld) ? " (default)" : "");
   }
   measure(
       state,
@@ -219,9 +220,10 @@ BENCHMARK(BM_ExactEncode)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ExactRound)
     ->ArgNames({"mean", "division"})
-    ->Args({0, 1})
+    ->Args({0, 2})
     ->Args({1, 0})
     ->Args({1, 1})
+    ->Args({1, 2})
     ->UseManualTime()
     ->Iterations(kIterations)
     ->Unit(benchmark::kMillisecond);

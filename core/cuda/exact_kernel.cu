@@ -255,6 +255,7 @@ struct RoundArgs {
   ExactPlanView plan;
   float* out;
   Reciprocal reciprocal;  // of plan.world, for the mean with kReciprocal
+  int log2_world;         // for the mean with kPowerOfTwo
 };
 
 template <bool kMean, MeanDivision kDivision>
@@ -262,6 +263,9 @@ __device__ __forceinline__ std::uint32_t round_digit(std::int64_t d, int bottom,
                                                      const RoundArgs& a) {
   if constexpr (kMean && kDivision == MeanDivision::kReciprocal) {
     return round_one_limb_mean(d, bottom, a.reciprocal);
+  } else if constexpr (kMean && kDivision == MeanDivision::kPowerOfTwo) {
+    // |D| / 2^k × 2^(bottom − 149) = |D| × 2^(bottom − k − 149), exactly: the sum's rounding.
+    return exact::round_one_limb(d, bottom - a.log2_world, a.plan.world, false);
   } else {
     return exact::round_one_limb(d, bottom, a.plan.world, kMean);
   }
@@ -395,6 +399,13 @@ void check_pointer(const void* p, const char* who, const char* what) {
   if (p == nullptr) throw InputError(std::string(who) + ": null device pointer for " + what);
 }
 
+// k when W = 2^k (W ≤ 2^20), −1 otherwise.
+int log2_if_power_of_two(std::uint32_t world) {
+  int k = 0;
+  while ((std::uint32_t{1} << k) < world) ++k;
+  return (std::uint32_t{1} << k) == world ? k : -1;
+}
+
 }  // namespace
 
 ExactPlanView view_of(const ExactPlan& plan, const ExactBlockSlot* d_blocks) {
@@ -431,7 +442,7 @@ void launch_exact_encode(const float* d_values, const ExactPlanView& plan, std::
 void launch_exact_round(const std::int64_t* d_sums, const ExactPlanView& plan, Op op, float* d_out,
                         void* cuda_stream) {
   detail::launch_exact_round_with(d_sums, plan, op, d_out, cuda_stream,
-                                  detail::default_mean_division());
+                                  detail::default_mean_division(plan.world));
 }
 
 void launch_combine_words(const std::int64_t* d_stacked, std::uint32_t slots,
@@ -500,7 +511,13 @@ void launch_exact_encode_with(const float* d_values, const ExactPlanView& plan,
   }
 }
 
-MeanDivision default_mean_division() { return MeanDivision::kReciprocal; }
+MeanDivision default_mean_division(std::uint32_t world) {
+  return log2_if_power_of_two(world) >= 0 ? MeanDivision::kPowerOfTwo : MeanDivision::kReciprocal;
+}
+
+bool applies_to(MeanDivision division, std::uint32_t world) {
+  return division != MeanDivision::kPowerOfTwo || log2_if_power_of_two(world) >= 0;
+}
 
 const char* to_string(MeanDivision division) {
   switch (division) {
@@ -508,6 +525,8 @@ const char* to_string(MeanDivision division) {
       return "long-division";
     case MeanDivision::kReciprocal:
       return "reciprocal";
+    case MeanDivision::kPowerOfTwo:
+      return "power-of-two";
   }
   return "unknown";
 }
@@ -545,6 +564,10 @@ Reciprocal reciprocal_of(std::uint32_t divisor) {
 void launch_exact_round_with(const std::int64_t* d_sums, const ExactPlanView& plan, Op op,
                              float* d_out, void* cuda_stream, MeanDivision division) {
   check_plan(plan, "launch_exact_round");
+  if (!applies_to(division, plan.world)) {
+    throw InputError("launch_exact_round: the " + std::string(to_string(division)) +
+                     " mean does not apply to W = " + std::to_string(plan.world));
+  }
   if (plan.count == 0) return;
   check_pointer(d_sums, "launch_exact_round", "the sums");
   check_pointer(d_out, "launch_exact_round", "the output");
@@ -553,9 +576,11 @@ void launch_exact_round_with(const std::int64_t* d_sums, const ExactPlanView& pl
     throw InputError("launch_exact_round: the output overlaps the summed words");
   }
   const bool mean = op == Op::kMean;
-  RoundArgs args{d_sums, plan, d_out, Reciprocal{}};
+  RoundArgs args{d_sums, plan, d_out, Reciprocal{}, log2_if_power_of_two(plan.world)};
   // W = 1 has no reciprocal below 2^64; its mean is the long division's (one step per digit).
-  if (mean && plan.world == 1) division = MeanDivision::kLongDivision;
+  if (mean && plan.world == 1 && division == MeanDivision::kReciprocal) {
+    division = MeanDivision::kLongDivision;
+  }
   if (mean && division == MeanDivision::kReciprocal) args.reciprocal = reciprocal_of(plan.world);
   const auto stream = as_stream(cuda_stream);
   const auto launch_one_limb = [&](auto kernel) {
@@ -566,6 +591,8 @@ void launch_exact_round_with(const std::int64_t* d_sums, const ExactPlanView& pl
     launch_one_limb(round_one_limb_kernel<false, MeanDivision::kLongDivision>);
   } else if (division == MeanDivision::kReciprocal) {
     launch_one_limb(round_one_limb_kernel<true, MeanDivision::kReciprocal>);
+  } else if (division == MeanDivision::kPowerOfTwo) {
+    launch_one_limb(round_one_limb_kernel<true, MeanDivision::kPowerOfTwo>);
   } else {
     launch_one_limb(round_one_limb_kernel<true, MeanDivision::kLongDivision>);
   }

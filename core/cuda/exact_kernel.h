@@ -71,16 +71,25 @@ const char* to_string(LimbWidth width);
 void launch_exact_encode_with(const float* d_values, const ExactPlanView& plan,
                               std::int64_t* d_words, void* cuda_stream, LimbWidth width);
 
-// How the one-limb mean divides |D| × 2^64 by W: exact::round_one_limb's long division in
-// 64-bit integer divisions (a software routine on the GPU), or the same long division with a
-// reciprocal of W precomputed on the host (a multiply-high and a shift per digit). Both
-// give the exact quotient and remainder, so the same bits; the benchmark compares them.
-enum class MeanDivision : std::uint8_t { kLongDivision, kReciprocal };
-inline constexpr MeanDivision kAllMeanDivisions[] = {MeanDivision::kLongDivision,
-                                                     MeanDivision::kReciprocal};
-MeanDivision default_mean_division();
+// How the one-limb mean divides |D| × 2^64 by W:
+//   kLongDivision: exact::round_one_limb's long division in 64-bit integer divisions (a
+//     software routine on the GPU);
+//   kReciprocal: the same long division with a reciprocal of W precomputed on the host (a
+//     multiply-high and a shift per digit): the same quotient and remainder;
+//   kPowerOfTwo (W = 2^k only): no division: |D| / 2^k is exact, so the mean is the sum's
+//     rounding k bit positions lower, exact::round_one_limb(D, bottom − k, W, sum). Both
+//     are the correctly rounded value of the same real number |D| × 2^(bottom − k − 149).
+// All give the same bits (the tests hold each to host_exact.cc); the benchmark compares them.
+enum class MeanDivision : std::uint8_t { kLongDivision, kReciprocal, kPowerOfTwo };
+inline constexpr MeanDivision kAllMeanDivisions[] = {
+    MeanDivision::kLongDivision, MeanDivision::kReciprocal, MeanDivision::kPowerOfTwo};
+// What launch_exact_round uses for a world: kPowerOfTwo where W is a power of two (W = 1
+// included), kReciprocal otherwise.
+MeanDivision default_mean_division(std::uint32_t world);
+bool applies_to(MeanDivision division, std::uint32_t world);
 const char* to_string(MeanDivision division);
 
+// Throws InputError for a division that does not apply to plan.world (kPowerOfTwo).
 void launch_exact_round_with(const std::int64_t* d_sums, const ExactPlanView& plan, Op op,
                              float* d_out, void* cuda_stream, MeanDivision division);
 

@@ -189,7 +189,8 @@ void expect_kernels_equal_host(Distribution dist, std::size_t n, std::size_t off
       std::vector<float> expected(n);
       exact_round(sums.data(), plan, op, expected.data());
       for (MeanDivision division : detail::kAllMeanDivisions) {
-        if (op == Op::kSum && division != detail::default_mean_division()) continue;
+        if (!detail::applies_to(division, world)) continue;
+        if (op == Op::kSum && division != detail::default_mean_division(world)) continue;
         const Output<float> gpu = gpu_round(sums, plan, op, offset, division);
         EXPECT_TRUE(same_bits(expected, gpu.values))
             << "rounding, " << what << " " << to_string(op) << " " << detail::to_string(division);
@@ -219,7 +220,8 @@ TEST(ExactKernel, EqualsHostOnUnalignedBuffers) {
 
 // One-limb blocks with sums across the whole range a world can produce (|D| < W × 2^L) and
 // windows from the bottom of the subnormals to beyond the overflow, for worlds up to 2^20:
-// the mean's reciprocal against the host's long division on every kind of quotient.
+// the mean's reciprocal and power-of-two paths against the host's long division on every
+// kind of quotient.
 TEST(ExactKernel, RoundsExtremeOneLimbSumsLikeHost) {
   RV_SKIP_WITHOUT_GPU();
   std::mt19937_64 random(20);
@@ -266,6 +268,7 @@ TEST(ExactKernel, RoundsExtremeOneLimbSumsLikeHost) {
       std::vector<float> expected(plan.count);
       exact_round(sums.data(), plan, op, expected.data());
       for (MeanDivision division : detail::kAllMeanDivisions) {
+        if (!detail::applies_to(division, world)) continue;
         const Output<float> gpu = gpu_round(sums, plan, op, 0, division);
         EXPECT_TRUE(same_bits(expected, gpu.values))
             << "W=" << world << " " << to_string(op) << " " << detail::to_string(division);
@@ -366,6 +369,13 @@ TEST(ExactKernel, RejectsBadArguments) {
   view.blocks = &slot;
   view.world = 8;  // limb width 62 is W = 1's, not W = 8's
   EXPECT_THROW(launch_exact_round(&word, view, Op::kSum, &value, nullptr), InputError);
+  view.world = 3;  // limb width 61 is W = 3's; 3 is no power of two
+  view.limb_bits = exact::limb_bits(3);
+  view.count = 1;
+  view.block_count = 1;
+  EXPECT_THROW(detail::launch_exact_round_with(&word, view, Op::kMean, &value, nullptr,
+                                               MeanDivision::kPowerOfTwo),
+               InputError);
   // Nothing to do: no launch, no error.
   EXPECT_NO_THROW(launch_exact_agreement_words(nullptr, 0, nullptr, nullptr));
   EXPECT_NO_THROW(launch_exact_encode(nullptr, ExactPlanView{}, nullptr, nullptr));
@@ -382,6 +392,34 @@ std::uint64_t mulhi64(std::uint64_t a, std::uint64_t b) {
                       hi_hi = a_hi * b_hi;
   const std::uint64_t middle = (lo_lo >> 32) + (hi_lo & 0xFFFFFFFFu) + lo_hi;
   return hi_hi + (hi_lo >> 32) + (middle >> 32);
+}
+
+// The power-of-two mean's premise, on the host with the law's own functions: for W = 2^k
+// the long-division mean of any one-limb sum is the sum's rounding k positions lower, over
+// sums of every size a world can produce and windows from the subnormals to the overflow.
+TEST(ExactKernel, PowerOfTwoMeanIsTheSumRoundedLower) {
+  std::mt19937_64 random(8);
+  for (int k = 0; k <= 20; ++k) {
+    const std::uint32_t world = std::uint32_t{1} << k;
+    EXPECT_TRUE(detail::applies_to(MeanDivision::kPowerOfTwo, world));
+    EXPECT_EQ(detail::default_mean_division(world), MeanDivision::kPowerOfTwo);
+    const std::uint64_t largest =
+        static_cast<std::uint64_t>(world) * ((std::uint64_t{1} << exact::limb_bits(world)) - 1);
+    for (int i = 0; i < 20000; ++i) {
+      std::uint64_t magnitude = i % 4 == 0   ? random() % 4096
+                                : i % 4 == 1 ? largest - random() % 16
+                                             : (random() % (largest + 1)) >> (random() % 60);
+      const auto d = static_cast<std::int64_t>(magnitude) * ((random() & 1) ? -1 : 1);
+      const int bottom = static_cast<int>(random() % (exact::kTopPosition + 1));
+      ASSERT_EQ(exact::round_one_limb(d, bottom, world, true),
+                exact::round_one_limb(d, bottom - k, world, false))
+          << "W=2^" << k << " D=" << d << " bottom=" << bottom;
+    }
+  }
+  for (std::uint32_t world : {3u, 5u, 6u, 1000u, (1u << 20) - 1}) {
+    EXPECT_FALSE(detail::applies_to(MeanDivision::kPowerOfTwo, world));
+    EXPECT_EQ(detail::default_mean_division(world), MeanDivision::kReciprocal);
+  }
 }
 
 TEST(ExactKernel, ReciprocalDividesExactly) {
