@@ -5,6 +5,12 @@
 #include <memory>
 #include <sstream>
 
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "core/case_reduction.h"
+#include "core/emulated_world.h"
 #include "core/error.h"
 #include "core/fp_environment.h"
 #include "verify/cli/commands.h"
@@ -12,6 +18,7 @@
 #include "verify/common/exit_codes.h"
 #include "verify/common/file_io.h"
 #include "verify/common/progress.h"
+#include "verify/golden/accuracy.h"
 #include "verify/golden/case_matrix.h"
 #include "verify/golden/fingerprint.h"
 #include "verify/golden/golden_file.h"
@@ -25,8 +32,45 @@ struct GoldenOptions {
   std::vector<std::string> matrix_specs;
   std::uint32_t orders = 8;
   std::string output;
+  std::string accuracy;  // a report of every fixed-order case's error against exact
   unsigned threads = 0;
 };
+
+// Every fixed-order case's error against the exact contract, as a report `compare` reads.
+void write_accuracy_report(const std::vector<CaseId>& cases, const std::vector<Digest>& digests,
+                           const GoldenOptions& options) {
+  std::vector<std::optional<ErrorVsExact>> errors(cases.size());
+  {
+    Progress progress("accuracy", cases.size());
+    parallel_for(cases.size(), options.threads, [&](std::size_t i) {
+      if (cases[i].contract == Contract::kFixedOrder) {
+        const std::vector<float> reduced = reference_fold(generate_case_arenas(cases[i]), cases[i].op);
+        errors[i] = error_against(cases[i], reduced, Contract::kExact);
+      }
+      progress.advance();
+    });
+  }
+  nlohmann::json results = nlohmann::json::array();
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    if (!errors[i]) continue;
+    results.push_back({{"case", format_case_id(cases[i])},
+                       {"contract", std::string(to_string(cases[i].contract))},
+                       {"w", cases[i].world},
+                       {"verdict", "OK"},
+                       {"digest", digests[i].hex()},
+                       {"vs_exact", to_json(*errors[i])}});
+  }
+  nlohmann::json fingerprint = nlohmann::json::object();
+  const Fingerprint host = host_fingerprint();
+  for (const auto& [key, value] : host.fields()) fingerprint[key] = value;
+  const nlohmann::json report = {{"format", "reduce-verify golden accuracy 1"},
+                                 {"fingerprint", fingerprint},
+                                 {"results", results}};
+  const std::string text = report.dump(1) + "\n";
+  write_file_atomically(options.accuracy, text.data(), text.size());
+  std::cerr << "golden: wrote the error against exact of " << results.size() << " cases to "
+            << options.accuracy << "\n";
+}
 
 int run_golden(const GoldenOptions& options) {
   enforce_ieee_fp_environment();
@@ -83,6 +127,7 @@ int run_golden(const GoldenOptions& options) {
   for (std::size_t i = 0; i < cases.size(); ++i) {
     text << format_golden_line(digests[i], cases[i]) << "\n";
   }
+  if (!options.accuracy.empty()) write_accuracy_report(cases, digests, options);
   const std::string bytes = text.str();
   if (options.output.empty() || options.output == "-") {
     std::cout << bytes;
@@ -110,6 +155,9 @@ void setup_golden(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(1u, 1000u));
   cmd->add_option("-o,--output", options->output, "write the golden file here (default stdout)");
   cmd->add_option("--threads", options->threads, "worker threads (default: one per core)");
+  cmd->add_option("--accuracy", options->accuracy,
+                  "also write every fixed-order case's error against the exact contract "
+                  "(differing elements, max and mean ulp) to this JSON file (`compare` shows it)");
   cmd->callback([options, &exit_code] { exit_code = run_golden(*options); });
 }
 

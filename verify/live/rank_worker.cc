@@ -36,20 +36,6 @@ class DeviceArena {
   float* data_;
 };
 
-// Compares a reduced arena with the reference of its case under `reference` (fixed-order's
-// fold for library-sum's differences; exact's correctly rounded sum for --accuracy).
-ErrorVsExact compare_with_reference(CaseId id, Contract reference,
-                                    const std::vector<float>& reduced) {
-  id.contract = reference;
-  ErrorMeter meter;
-  std::size_t offset = 0;
-  stream_reference_reduction(id, [&](const float* values, std::size_t count) {
-    for (std::size_t i = 0; i < count; ++i) meter.add(reduced[offset + i], values[i]);
-    offset += count;
-  });
-  return meter.finish();
-}
-
 struct RankSession {
   const RunOptions& options;
   LaunchRank launch;
@@ -119,12 +105,12 @@ RankReport run_cases(RankSession& s, const std::vector<PlannedCase>& cases) {
         record.iteration_digests.push_back(digest_floats(reduced.data(), reduced.size()));
         if (k != 0 || s.launch.rank != 0) continue;
         if (contract == Contract::kLibrarySum && record.iteration_digests[0] != c.expected) {
-          const ErrorVsExact d = compare_with_reference(c.id, Contract::kFixedOrder, reduced);
+          const ErrorVsExact d = error_against(c.id, reduced, Contract::kFixedOrder);
           record.differing_elements = d.differing_elements;
           record.max_ulp = d.max_ulp;
         }
         if (s.options.accuracy && contract != Contract::kExact) {
-          record.vs_exact = compare_with_reference(c.id, Contract::kExact, reduced);
+          record.vs_exact = error_against(c.id, reduced, Contract::kExact);
         }
       }
       report.records.push_back(std::move(record));

@@ -11,29 +11,10 @@
 #include <nlohmann/json.hpp>
 
 #include "core/case_id.h"
+#include "verify/golden/accuracy.h"
 #include "verify/golden/digest.h"
 
 namespace rv {
-
-// A result's error against the exact contract's (the correctly rounded sum): how many
-// elements differ, and the largest and mean ulp distance over all elements.
-struct ErrorVsExact {
-  std::uint64_t differing_elements = 0;
-  std::uint32_t max_ulp = 0;
-  double mean_ulp = 0;
-};
-
-// Accumulates ErrorVsExact element by element.
-class ErrorMeter {
- public:
-  void add(float result, float exact);
-  ErrorVsExact finish() const;
-
- private:
-  std::uint64_t count_ = 0, differing_ = 0;
-  std::uint32_t max_ulp_ = 0;
-  long double ulp_sum_ = 0;
-};
 
 // What one rank saw for one (case, contract): the digest after every iteration, and for
 // rank 0 of a library-sum run the element-wise comparison with the fixed-order reference.
@@ -67,9 +48,6 @@ struct CaseResult {
   std::optional<ErrorVsExact> vs_exact;
 };
 
-nlohmann::json to_json(const ErrorVsExact& error);
-ErrorVsExact error_vs_exact_from_json(const nlohmann::json& json);  // throws InputError
-
 // docs/DESIGN.md §2: fixed-order and exact must equal their goldens on every rank; library-sum
 // must equal fixed-order's where every association is exact or W ≤ 2 and is otherwise
 // reported; all ranks and all iterations must agree. `expected` is the contract's golden. `records[r]` is rank r's record of this (case, contract).
@@ -77,10 +55,6 @@ CaseResult decide_verdict(const CaseId& data_case, Contract contract, const Dige
                           const std::vector<const RankRecord*>& records);
 
 CaseResult skipped_result(const CaseId& data_case, Contract contract, std::string why);
-
-// The ulp distance between two binary32 values (0 for equal bits; NaN vs NaN counts 0 since
-// NaNs are canonical; NaN vs a number counts as the largest distance).
-std::uint32_t ulp_distance(float a, float b);
 
 // What rank 0 of a world concluded: the verdicts, and the transport facts for the report.
 struct WorldResults {
