@@ -80,9 +80,9 @@ DistContext DistContext::process(const LaunchRank& launch, JobDirectory job,
     }
     exact_device = &host_exact_device();
   }
-  auto state = std::make_unique<Process>(launch, std::move(job), std::move(transport), device,
-                                         contract == Contract::kExact ? exact_device : nullptr,
-                                         timeout);
+  auto state =
+      std::make_unique<Process>(launch, std::move(job), std::move(transport), device,
+                                contract == Contract::kExact ? exact_device : nullptr, timeout);
   return DistContext(launch.local_rank, SeedLaw(seed), contract, std::move(state));
 }
 

@@ -33,7 +33,7 @@ struct AccuracySummary {
 
 struct ReportDigests {
   nlohmann::json fingerprint;
-  std::map<std::string, std::string> digests;  // case id (with contract) → digest
+  std::map<std::string, std::string> digests;       // case id (with contract) → digest
   std::map<std::string, AccuracySummary> accuracy;  // "contract dist" → summary
 };
 

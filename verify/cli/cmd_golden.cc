@@ -44,7 +44,8 @@ void write_accuracy_report(const std::vector<CaseId>& cases, const std::vector<D
     Progress progress("accuracy", cases.size());
     parallel_for(cases.size(), options.threads, [&](std::size_t i) {
       if (cases[i].contract == Contract::kFixedOrder) {
-        const std::vector<float> reduced = reference_fold(generate_case_arenas(cases[i]), cases[i].op);
+        const std::vector<float> reduced =
+            reference_fold(generate_case_arenas(cases[i]), cases[i].op);
         errors[i] = error_against(cases[i], reduced, Contract::kExact);
       }
       progress.advance();
@@ -105,14 +106,14 @@ int run_golden(const GoldenOptions& options) {
   }
   const bool exact_only = contracts == "exact";
   std::ostringstream text;
-  text << "# reduce-verify golden digests: contract " << contracts
-       << ", XXH3-128 (seed 0) of the\n"
+  text << "# reduce-verify golden digests: contract " << contracts << ", XXH3-128 (seed 0) of the\n"
        << "# reduced arena as little-endian binary32 (what xxh128sum prints for its bytes).\n"
        << "# made by: " << tool_identity() << "\n";
   if (exact_only) {
     text << "# proof: EmulatedWorld's integer dataflow agreed bit for bit with the straight exact "
             "reference under "
-         << options.orders << " delivery orders per case (the ranks permuted in every other order)\n";
+         << options.orders
+         << " delivery orders per case (the ranks permuted in every other order)\n";
   } else {
     text << "# proof: EmulatedWorld agreed bit for bit with the reference fold under "
          << options.orders << " delivery orders per case\n";

@@ -167,8 +167,8 @@ std::vector<CaseId> expand_case_matrix(const CaseMatrix& matrix) {
 std::string format_case_matrix(const CaseMatrix& matrix) {
   const std::string contract =
       matrix.contract == "fixed-order" ? "" : "contract=" + matrix.contract + ";";
-  return contract + "w=" + join(matrix.worlds) + ";n=" + join(matrix.counts) + ";dist=" + join(matrix.dists) +
-         ";seed=" + join(matrix.seeds) + ";op=" + join(matrix.ops) +
+  return contract + "w=" + join(matrix.worlds) + ";n=" + join(matrix.counts) +
+         ";dist=" + join(matrix.dists) + ";seed=" + join(matrix.seeds) + ";op=" + join(matrix.ops) +
          ";gen=" + std::to_string(matrix.gen);
 }
 

@@ -32,8 +32,8 @@ void expect_reference(const CaseId& id, const Arenas& arenas, const std::vector<
     std::size_t i = 0;
     while (float_bits(arenas[r][i]) == float_bits(reference[i])) ++i;
     throw InternalError("case " + format_case_id(id) + ": " + what +
-                        " differs from the reference at rank " + std::to_string(r) +
-                        " element " + std::to_string(i) + " (" + bits_hex(arenas[r][i]) + " vs " +
+                        " differs from the reference at rank " + std::to_string(r) + " element " +
+                        std::to_string(i) + " (" + bits_hex(arenas[r][i]) + " vs " +
                         bits_hex(reference[i]) + ")");
   }
 }

@@ -45,9 +45,8 @@ std::vector<std::vector<float>> read_raw_inputs(const std::vector<std::string>& 
 std::string inputs_label(const std::vector<std::string>& files, Op op, std::size_t count,
                          Contract contract) {
   std::string label = "contract=" + std::string(to_string(contract)) +
-                      ",op=" + std::string(to_string(op)) +
-                      ",w=" + std::to_string(files.size()) + ",n=" + std::to_string(count) +
-                      ",inputs=";
+                      ",op=" + std::string(to_string(op)) + ",w=" + std::to_string(files.size()) +
+                      ",n=" + std::to_string(count) + ",inputs=";
   for (std::size_t r = 0; r < files.size(); ++r) label += (r ? ";" : "") + files[r];
   return label;
 }

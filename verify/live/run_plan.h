@@ -15,8 +15,8 @@
 namespace rv {
 
 struct RunOptions {
-  std::string transport = "auto";          // auto | gloo | nccl | cuda-loopback
-  std::string contract = "all";  // fixed-order | library-sum | exact | both (the first two) | all
+  std::string transport = "auto";  // auto | gloo | nccl | cuda-loopback
+  std::string contract = "all";    // fixed-order | library-sum | exact | both (the first two) | all
   std::vector<std::string> golden_files;   // empty: the embedded committed suite
   std::vector<std::string> case_ids;       // --case: only these
   std::vector<std::uint32_t> worlds;       // --world: only cases of these W

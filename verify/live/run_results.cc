@@ -108,8 +108,8 @@ CaseResult decide_verdict(const CaseId& data_case, Contract contract, const Dige
     result.verdict = Verdict::kOk;
     return result;
   }
-  const bool must_match = contract != Contract::kLibrarySum ||
-                          data_case.dist == Distribution::kExact || world <= 2;
+  const bool must_match =
+      contract != Contract::kLibrarySum || data_case.dist == Distribution::kExact || world <= 2;
   if (must_match) {
     result.verdict = Verdict::kFailed;
     result.detail = "digest " + digest.hex() + " differs from the golden " + expected.hex();

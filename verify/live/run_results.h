@@ -50,7 +50,8 @@ struct CaseResult {
 
 // docs/DESIGN.md §2: fixed-order and exact must equal their goldens on every rank; library-sum
 // must equal fixed-order's where every association is exact or W ≤ 2 and is otherwise
-// reported; all ranks and all iterations must agree. `expected` is the contract's golden. `records[r]` is rank r's record of this (case, contract).
+// reported; all ranks and all iterations must agree. `expected` is the contract's golden.
+// `records[r]` is rank r's record of this (case, contract).
 CaseResult decide_verdict(const CaseId& data_case, Contract contract, const Digest& expected,
                           const std::vector<const RankRecord*>& records);
 
