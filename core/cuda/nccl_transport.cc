@@ -75,6 +75,13 @@ class NcclTransport final : public Transport {
   cudaEvent_t done_ = nullptr;
   std::int64_t* host_scratch_ = nullptr;  // pinned, so its copies never block the host
   std::int64_t* device_scratch_ = nullptr;
+  // Staging for all-gathers of host memory (the agreement records): NCCL's kernels touch
+  // device memory only. Grown on demand; pinned on the host side so the copy back can wait
+  // with a deadline (complete) instead of blocking in a pageable cudaMemcpy.
+  unsigned char* staging_device_ = nullptr;
+  unsigned char* staging_host_ = nullptr;
+  std::size_t staging_bytes_ = 0;
+  void grow_staging(std::size_t bytes);
   bool broken_ = false;
   bool abort_hung_ = false;  // NCCL work may still run: leave memory and streams alone
 };
@@ -171,6 +178,10 @@ void NcclTransport::finalize() noexcept {
   if (done_ != nullptr) (void)cudaEventDestroy(done_);
   if (device_scratch_ != nullptr) (void)cudaFree(device_scratch_);
   if (host_scratch_ != nullptr) (void)cudaFreeHost(host_scratch_);
+  if (staging_device_ != nullptr) (void)cudaFree(staging_device_);
+  if (staging_host_ != nullptr) (void)cudaFreeHost(staging_host_);
+  staging_device_ = nullptr;
+  staging_host_ = nullptr;
   if (own_stream_ && stream_ != nullptr) (void)cudaStreamDestroy(stream_);
   done_ = nullptr;
   device_scratch_ = nullptr;
@@ -275,12 +286,57 @@ void NcclTransport::complete(const char* what) {
   }
 }
 
+namespace {
+
+// Device (or managed) memory NCCL can use directly; anything else is host memory.
+bool is_device_memory(const void* p) {
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, p) != cudaSuccess) {
+    (void)cudaGetLastError();  // an unknown pointer is host memory, not a sticky error
+    return false;
+  }
+  return attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged;
+}
+
+}  // namespace
+
+void NcclTransport::grow_staging(std::size_t bytes) {
+  if (bytes <= staging_bytes_) return;
+  if (staging_device_ != nullptr) RV_CUDA_CHECK(cudaFree(staging_device_));
+  if (staging_host_ != nullptr) RV_CUDA_CHECK(cudaFreeHost(staging_host_));
+  staging_device_ = nullptr;
+  staging_host_ = nullptr;
+  staging_bytes_ = 0;
+  RV_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&staging_device_), bytes));
+  RV_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&staging_host_), bytes));
+  staging_bytes_ = bytes;
+}
+
 void NcclTransport::all_gather(const void* in, void* out, std::size_t bytes) {
   const cuda_detail::ScopedDevice scope(device_);
   begin("all-gather");
   if (bytes == 0) return;
-  check_enqueue(api().all_gather(in, out, bytes, ncclUint8, comm_, stream_), "all-gather");
-  complete("all-gather");
+  if (is_device_memory(in) && is_device_memory(out)) {
+    check_enqueue(api().all_gather(in, out, bytes, ncclUint8, comm_, stream_), "all-gather");
+    complete("all-gather");
+    return;
+  }
+  // Host records (agree_across_ranks, the reducers' length checks): staged through device
+  // memory, in stream order, and copied back into pinned memory so the wait keeps its
+  // deadline.
+  const std::size_t gathered = bytes * world_;
+  grow_staging(bytes + gathered);
+  std::memcpy(staging_host_, in, bytes);
+  RV_CUDA_CHECK(cudaMemcpyAsync(staging_device_, staging_host_, bytes, cudaMemcpyHostToDevice,
+                                stream_));
+  check_enqueue(api().all_gather(staging_device_, staging_device_ + bytes, bytes, ncclUint8, comm_,
+                                 stream_),
+                "all-gather (staged from host memory)");
+  wait_enqueued("all-gather (staged from host memory)", Deadline(timeout_));
+  RV_CUDA_CHECK(cudaMemcpyAsync(staging_host_ + bytes, staging_device_ + bytes, gathered,
+                                cudaMemcpyDeviceToHost, stream_));
+  complete("all-gather (staged from host memory)");
+  std::memcpy(out, staging_host_ + bytes, gathered);
 }
 
 void NcclTransport::exchange(const ExchangePlan& plan) {

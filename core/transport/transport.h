@@ -49,7 +49,9 @@ class Transport {
   // e.g. "Gloo (Debian 0.0~git20220518.5b14351)", "NCCL 2.28.9 (/path/libnccl.so.2)"
   virtual std::string library_version() const = 0;
 
-  // in: `bytes` bytes of this rank; out: world × bytes, rank r's block at r × bytes.
+  // in: `bytes` bytes of this rank; out: world × bytes, rank r's block at r × bytes. Host
+  // memory is accepted by every transport here (a device transport stages it), since the
+  // agreement records that precede every collective live on the host.
   virtual void all_gather(const void* in, void* out, std::size_t bytes) = 0;
   // Pure byte movement, per ExchangePlan.
   virtual void exchange(const ExchangePlan& plan) = 0;
