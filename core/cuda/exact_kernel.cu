@@ -164,15 +164,20 @@ __global__ void __launch_bounds__(kThreads)
         min(static_cast<std::size_t>(exact::kBlock), plan.count - b * exact::kBlock);
     const float* x = values + b * exact::kBlock;
     std::int64_t* out = words + slot.offset;
+    // Every pair's load is issued before the first digit is computed: more bytes in flight.
+    std::uint32_t bits[kPairs][2];
 #pragma unroll
     for (int k = 0; k < kPairs; ++k) {
       const std::size_t e = 2 * threadIdx.x + k * (2 * kThreads);
-      if (e >= count) break;
-      const std::size_t left = count - e;
-      std::uint32_t bits[2];
-      load_pair(x + e, left, bits);
-      store_pair(out + e, left, exact::digits_of(bits[0], slot.bottom, limb_bits).low,
-                 exact::digits_of(bits[1], slot.bottom, limb_bits).low);
+      if (e < count) load_pair(x + e, count - e, bits[k]);
+    }
+#pragma unroll
+    for (int k = 0; k < kPairs; ++k) {
+      const std::size_t e = 2 * threadIdx.x + k * (2 * kThreads);
+      if (e < count) {
+        store_pair(out + e, count - e, exact::digits_of(bits[k][0], slot.bottom, limb_bits).low,
+                   exact::digits_of(bits[k][1], slot.bottom, limb_bits).low);
+      }
     }
   }
 }
@@ -281,15 +286,20 @@ __global__ void __launch_bounds__(kThreads) round_one_limb_kernel(RoundArgs a) {
         min(static_cast<std::size_t>(exact::kBlock), a.plan.count - b * exact::kBlock);
     const std::int64_t* in = a.sums + slot.offset;
     float* y = a.out + b * exact::kBlock;
+    // Every pair's load is issued before the first rounding: more bytes in flight.
+    std::int64_t d[kPairs][2] = {};  // a block without limbs sums to zero
 #pragma unroll
     for (int k = 0; k < kPairs; ++k) {
       const std::size_t e = 2 * threadIdx.x + k * (2 * kThreads);
-      if (e >= count) break;
-      const std::size_t left = count - e;
-      std::int64_t d[2] = {0, 0};  // a block without limbs sums to zero
-      if (slot.limbs == 1) load_pair(in + e, left, d);
-      store_pair(y + e, left, round_digit<kMean, kDivision>(d[0], slot.bottom, a),
-                 round_digit<kMean, kDivision>(d[1], slot.bottom, a));
+      if (slot.limbs == 1 && e < count) load_pair(in + e, count - e, d[k]);
+    }
+#pragma unroll
+    for (int k = 0; k < kPairs; ++k) {
+      const std::size_t e = 2 * threadIdx.x + k * (2 * kThreads);
+      if (e < count) {
+        store_pair(y + e, count - e, round_digit<kMean, kDivision>(d[k][0], slot.bottom, a),
+                   round_digit<kMean, kDivision>(d[k][1], slot.bottom, a));
+      }
     }
   }
 }
