@@ -27,6 +27,7 @@ int run_run(RunCommand& command) {
   if (options.iters < 1) throw InputError("--iters must be at least 1");
   if (!(options.timeout_seconds > 0)) throw InputError("--timeout must be positive");
   options.contracts();  // validates --contract
+  if (!options.inputs.empty()) options.inputs_contract();
   const std::optional<LaunchRank> launch = detect_launch_rank(process_env());
   if (launch) return run_as_rank(options, *launch);
   return run_supervised(options, command.args);
@@ -66,8 +67,9 @@ void setup_run(CLI::App& app, int& exit_code) {
   cmd->add_option("--report", o.report_path, "write the JSON report here");
   cmd->add_option("--junit", o.junit_path, "write a JUnit XML file here");
   cmd->add_option("--inputs", o.inputs,
-                  "raw binary32 files, file r = rank r: reduce them live and compare with the "
-                  "emulation; prints the line `digest --inputs` prints");
+                  "raw binary32 files, file r = rank r: reduce them live (under fixed-order, or "
+                  "exact with --contract exact) and compare with the emulation; prints the line "
+                  "`digest --inputs` prints");
   cmd->add_option("--op", o.op, "with --inputs: sum or mean (default sum)")
       ->check(CLI::IsMember({"sum", "mean"}));
   cmd->add_option("--rendezvous", o.rendezvous,

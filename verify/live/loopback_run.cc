@@ -8,6 +8,7 @@
 #if defined(RV_HAVE_CUDA)
 #include "core/case_reduction.h"
 #include "core/cuda/device_info.h"
+#include "core/cuda/loopback_exact.h"
 #include "core/cuda/loopback_world.h"
 #include "core/emulated_world.h"
 #include "verify/golden/raw_inputs.h"
@@ -39,6 +40,31 @@ std::vector<RankRecord> reduce_on_gpu(const std::vector<std::vector<float>>& are
   return records;
 }
 
+// The exact contract: the GPU's kernels and word combines for every logical rank; the
+// iterations permute the ranks (k > 0), since the true sum does not know which arena is
+// which rank.
+std::vector<RankRecord> reduce_exact_on_gpu(const std::vector<std::vector<float>>& arenas,
+                                            const std::string& label, std::uint64_t seed, Op op,
+                                            std::uint32_t iters) {
+  const auto world = static_cast<std::uint32_t>(arenas.size());
+  std::vector<RankRecord> records(world);
+  for (std::uint32_t k = 0; k < iters; ++k) {
+    std::vector<std::vector<float>> permuted;
+    if (k == 0) {
+      permuted = arenas;
+    } else {
+      for (std::uint32_t r : shuffled_delivery_orders(world, ~seed, k)[0]) permuted.push_back(arenas[r]);
+    }
+    const auto reduced = loopback_exact_all_reduce(permuted, op, kDevice);
+    for (std::uint32_t r = 0; r < world; ++r) {
+      records[r].case_id = label;
+      records[r].contract = Contract::kExact;
+      records[r].iteration_digests.push_back(digest_floats(reduced[r].data(), reduced[r].size()));
+    }
+  }
+  return records;
+}
+
 std::vector<const RankRecord*> pointers(const std::vector<RankRecord>& records) {
   std::vector<const RankRecord*> out;
   for (const RankRecord& r : records) out.push_back(&r);
@@ -60,14 +86,21 @@ int run_loopback_inputs(const RunOptions& options) {
   const Op op = parse_op(options.op).value_or(Op::kSum);
   std::vector<std::vector<float>> arenas = read_raw_inputs(options.inputs);
   const auto world = static_cast<std::uint32_t>(arenas.size());
-  const auto records = reduce_on_gpu(arenas, "inputs", 0, op, options.iters);
-  EmulatedWorld(world).all_reduce(arenas, op);
+  const Contract contract = options.inputs_contract();
+  const bool exact = contract == Contract::kExact;
+  const auto records = exact ? reduce_exact_on_gpu(arenas, "inputs", 0, op, options.iters)
+                             : reduce_on_gpu(arenas, "inputs", 0, op, options.iters);
+  if (exact) {
+    EmulatedWorld(world).all_reduce_exact(arenas, op);
+  } else {
+    EmulatedWorld(world).all_reduce(arenas, op);
+  }
   const Digest emulated = digest_floats(arenas[0].data(), arenas[0].size());
   WorldResults results = loopback_world_results(world);
   const std::size_t n = arenas[0].size();
-  results.results.push_back(decide_verdict(inputs_case(options.inputs, op, n),
-                                           Contract::kFixedOrder, emulated, pointers(records)));
-  results.inputs_line = emulated.hex() + "  " + inputs_label(options.inputs, op, n);
+  results.results.push_back(decide_verdict(inputs_case(options.inputs, op, n, contract), contract,
+                                           emulated, pointers(records)));
+  results.inputs_line = emulated.hex() + "  " + inputs_label(options.inputs, op, n, contract);
   return finish_run(options, {results}, {});
 }
 
@@ -99,10 +132,13 @@ int run_cuda_loopback(const RunOptions& options) {
               skipped_result(c.id, contract, "cuda-loopback has no library sum (one process)"));
           continue;
         }
-        const auto records = reduce_on_gpu(generate_case_arenas(c.id), format_case_id(c.id),
-                                           c.id.seed, c.id.op, options.iters);
+        const auto arenas = generate_case_arenas(c.id);
+        const auto records =
+            contract == Contract::kExact
+                ? reduce_exact_on_gpu(arenas, format_case_id(c.id), c.id.seed, c.id.op, options.iters)
+                : reduce_on_gpu(arenas, format_case_id(c.id), c.id.seed, c.id.op, options.iters);
         results.results.push_back(
-            decide_verdict(c.id, Contract::kFixedOrder, c.expected, pointers(records)));
+            decide_verdict(c.id, contract, c.expected_for(contract), pointers(records)));
       }
     }
     worlds.push_back(std::move(results));

@@ -184,20 +184,26 @@ RankReport run_inputs(RankSession& s, Op op, InputsExpectation& expected) {
   RankReport report;
   report.rank = s.launch.rank;
   report.world = s.launch.world;
+  const Contract contract = s.options.inputs_contract();
   RankRecord record;
   record.case_id = "inputs";
+  record.contract = contract;
   for (std::uint32_t k = 0; k < s.options.iters; ++k) {
-    const std::vector<float> reduced =
-        reduce_once(s, arena, buffer.data(), Contract::kFixedOrder, op);
+    const std::vector<float> reduced = reduce_once(s, arena, buffer.data(), contract, op);
     record.iteration_digests.push_back(digest_floats(reduced.data(), reduced.size()));
   }
   report.records.push_back(record);
   if (s.launch.rank == 0) {
     std::vector<std::vector<float>> arenas = read_raw_inputs(files);
-    EmulatedWorld(s.launch.world).all_reduce(arenas, op);
-    expected.id = inputs_case(files, op, arena.size());
+    if (contract == Contract::kExact) {
+      EmulatedWorld(s.launch.world).all_reduce_exact(arenas, op);
+    } else {
+      EmulatedWorld(s.launch.world).all_reduce(arenas, op);
+    }
+    expected.id = inputs_case(files, op, arena.size(), contract);
     expected.emulated = digest_floats(arenas[0].data(), arenas[0].size());
-    expected.line = expected.emulated.hex() + "  " + inputs_label(files, op, arena.size());
+    expected.line =
+        expected.emulated.hex() + "  " + inputs_label(files, op, arena.size(), contract);
   }
   return report;
 }
@@ -235,7 +241,8 @@ int run_as_rank(const RunOptions& options, const LaunchRank& launch) {
   s.link = connect_rank_transport(transport, s.job, launch, options.timeout(), options.hostname);
   s.reducer = std::make_unique<FixedOrderReducer>(*s.link.transport, *s.link.device);
   agree_across_ranks(*s.link.transport,
-                     inputs_mode ? "run --inputs: transport=" + transport + " op=" + options.op
+                     inputs_mode ? "run --inputs: transport=" + transport + " op=" + options.op +
+                                       " contract=" + std::string(to_string(options.inputs_contract()))
                                  : describe_selection(options, transport, cases));
 
   InputsExpectation expected;
@@ -254,7 +261,7 @@ int run_as_rank(const RunOptions& options, const LaunchRank& launch) {
       records.push_back(report.records.empty() ? nullptr : &report.records[0]);
     }
     world.results.push_back(
-        decide_verdict(expected.id, Contract::kFixedOrder, expected.emulated, records));
+        decide_verdict(expected.id, expected.id.contract, expected.emulated, records));
     world.inputs_line = expected.line;
   } else {
     world = decide_world(s, cases, reports);

@@ -19,6 +19,14 @@ std::vector<Contract> RunOptions::contracts() const {
                    "' is not fixed-order, library-sum, exact, both or all");
 }
 
+Contract RunOptions::inputs_contract() const {
+  if (contract == "library-sum") {
+    throw InputError("--inputs: library-sum has no portable digest to replay; give "
+                     "--contract fixed-order or exact");
+  }
+  return contract == "exact" ? Contract::kExact : Contract::kFixedOrder;
+}
+
 namespace {
 
 CaseId data_of(CaseId id) {

@@ -36,6 +36,10 @@ struct RunOptions {
     return std::chrono::milliseconds(static_cast<std::int64_t>(timeout_seconds * 1000));
   }
   std::vector<Contract> contracts() const;
+  // The contract an --inputs run reduces the files under: exact when --contract exact,
+  // otherwise fixed-order (the default "all" and "both" included; library-sum has no
+  // digest to replay against).
+  Contract inputs_contract() const;
 };
 
 struct PlannedCase {

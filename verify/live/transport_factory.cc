@@ -9,6 +9,7 @@
 #include "core/transport/gloo/gloo_transport.h"
 #endif
 #if defined(RV_HAVE_CUDA)
+#include "core/cuda/cuda_exact_device.h"
 #include "core/cuda/cuda_fold_device.h"
 #include "core/cuda/device_info.h"
 #include "core/cuda/nccl_library.h"
@@ -98,6 +99,10 @@ RankTransport connect_rank_transport(const std::string& transport, const JobDire
     options.stream = device.stream();
     link.transport = connect_nccl(options);
     link.device = &device;
+    // The exact kernels enqueue on the fold device's stream, so NCCL's int64 all-reduces
+    // order with them as with the fold.
+    static CudaExactDevice exact_device(device);
+    link.exact_device = &exact_device;
     return link;
 #else
     not_built(transport, "CUDA");
