@@ -12,10 +12,12 @@ namespace rv {
 
 ExactOptions ExactOptions::for_device(const ExactDevice& device) {
   ExactOptions options;
-  // 256 Ki elements: one limb's digits are 2 MiB, so the round reads them from cache.
-  if (std::strcmp(device.name(), host_exact_device().name()) == 0) {
-    options.piece_elements = std::size_t{1} << 18;
-  }
+  // The host: 256 Ki elements, so one limb's digits (2 MiB) are still in cache for the
+  // round. A GPU: 16 Mi elements, large messages for the library, and scratch bounded to
+  // 1 GiB even where every element needs 8 words (wide or special data).
+  options.piece_elements = std::strcmp(device.name(), host_exact_device().name()) == 0
+                               ? std::size_t{1} << 18
+                               : std::size_t{1} << 24;
   return options;
 }
 
