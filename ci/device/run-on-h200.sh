@@ -138,14 +138,19 @@ EOF
       --transport cuda-loopback --report "$work/reports/h200-cuda-loopback-$key.json" \
       --junit "$work/reports/h200-cuda-loopback-$key.xml"
     for op in sum mean; do
-      step "cli[$key] run cuda-loopback --inputs (raw specials, $op)" 60 "$log" env "$(libs "$key")" \
-        "$cli" run --transport cuda-loopback --op "$op" --inputs "$work"/raw{0,1,2,3}.f32
+      for contract in fixed-order exact; do
+        step "cli[$key] run cuda-loopback --inputs (raw specials, $op, $contract)" 60 "$log" \
+          env "$(libs "$key")" "$cli" run --transport cuda-loopback --op "$op" \
+          --contract "$contract" --inputs "$work"/raw{0,1,2,3}.f32
+      done
     done
     step "cli[$key] run nccl --world 1" 120 "$log" env "$(libs "$key")" "$cli" run \
       --transport nccl --world 1 --report "$work/reports/h200-nccl-w1-$key.json"
   done
-  step "cli digest --inputs (CPU reference for the raw inputs)" 60 "$log" env "$(libs system)" "$cli" digest \
-    --inputs "$work"/raw{0,1,2,3}.f32
+  for contract in fixed-order exact; do
+    step "cli digest --inputs (CPU reference for the raw inputs, $contract)" 60 "$log" \
+      env "$(libs system)" "$cli" digest --contract "$contract" --inputs "$work"/raw{0,1,2,3}.f32
+  done
 else
   note "cli: not in the bundle, skipped"
 fi
