@@ -50,12 +50,22 @@ std::string concat(const Parts&... parts) {
   return out.str();
 }
 
+// The message parts of an enforce, one space between each ("arena length of rank", 3,
+// "differs" reads "arena length of rank 3 differs").
+template <typename... Parts>
+std::string words(const Parts&... parts) {
+  std::ostringstream out;
+  bool first = true;
+  ((out << (first ? "" : " ") << parts, first = false), ...);
+  return out.str();
+}
+
 template <typename E, typename A, typename B, typename... Parts>
 [[noreturn]] void enforce_failed(const char* file, int line, const char* expr_a, const char* op,
                                  const char* expr_b, const A& a, const B& b,
                                  const Parts&... parts) {
-  throw E(concat(parts..., (sizeof...(parts) ? " " : ""), "(", expr_a, " ", op, " ", expr_b, ": ",
-                 a, " vs ", b, ") [", file, ":", line, "]"));
+  throw E(concat(words(parts...), (sizeof...(parts) ? " " : ""), "(", expr_a, " ", op, " ",
+                 expr_b, ": ", a, " vs ", b, ") [", file, ":", line, "]"));
 }
 
 }  // namespace detail
