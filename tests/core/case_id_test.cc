@@ -145,7 +145,7 @@ std::vector<Malformed> malformed_ids() {
       {with("gen=2", 6), "gen = 2"},
       {with("gen=99999999", 6), "'gen'"},
       // Words: contract, op, dist.
-      {with("contract=exact", 0), "contract 'exact'"},
+      {with("contract=exactly", 0), "contract 'exactly'"},
       {with("contract=Fixed-Order", 0), "contract"},
       {with("contract=", 0), "contract ''"},
       {with("op=max", 1), "op 'max'"},
@@ -192,11 +192,12 @@ TEST(CaseId, ValidateRefusesOutOfRangeFields) {
 }
 
 TEST(CaseId, ContractAndOpNamesRoundTrip) {
-  for (Contract contract : {Contract::kFixedOrder, Contract::kLibrarySum}) {
+  for (Contract contract : {Contract::kFixedOrder, Contract::kLibrarySum, Contract::kExact}) {
     EXPECT_EQ(parse_contract(to_string(contract)), contract);
   }
   for (Op op : {Op::kSum, Op::kMean}) EXPECT_EQ(parse_op(to_string(op)), op);
-  EXPECT_FALSE(parse_contract("exact").has_value());
+  EXPECT_EQ(parse_contract("exact"), Contract::kExact);
+  EXPECT_FALSE(parse_contract("both").has_value());  // a run option, not a contract
   EXPECT_FALSE(parse_op("max").has_value());
 }
 
