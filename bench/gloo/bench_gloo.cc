@@ -10,6 +10,11 @@
 // both, the ratio fixed-order / ring (the target: ≤ 1.1 at 16 MiB, W = 4), and our
 // library-sum contract (the ring plus our length agreement and finishing pass), the
 // like-for-like alternative a user would pick instead of fixed-order.
+//
+// BM_ExactVsGlooRing: the exact contract (the correctly rounded sum through Gloo's int64
+// ring allreduce) against the same float ring and the fixed-order reducer, W = 2, 4, 8,
+// 1 and 16 MiB of `normal` (gradient-like) data, with the bytes per element the exact
+// reducer moved (target: exact ≤ 3× the ring at W = 4, 16 MiB).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -102,6 +107,60 @@ void BM_FixedOrderVsGlooRing(benchmark::State& state) {
   state.counters["ratio_fixed_over_library_sum"] = fixed_s / library_s;
   state.SetLabel("W=" + std::to_string(w) + " threads over loopback TCP");
 }
+
+void BM_ExactVsGlooRing(benchmark::State& state) {
+  const auto w = static_cast<std::uint32_t>(state.range(0));
+  const auto mib = static_cast<std::size_t>(state.range(1));
+  const std::size_t n = (mib << 20) / sizeof(float);
+  GlooRanks& world = world_of(w);
+  prepare_arenas(world, n);
+
+  auto exact = [n](Rank& rank) { rank.exact->all_reduce(rank.work.data(), n, Op::kSum); };
+  auto fixed_order = [n](Rank& rank) { rank.reducer->all_reduce(rank.work.data(), n, Op::kSum); };
+  auto ring = [n](Rank& rank) { gloo_ring_allreduce(rank.ring_context, rank.work.data(), n); };
+  auto steady = [&world](const std::function<void(Rank&)>& method) {
+    world.run(reset_work);
+    world.run(method);
+    world.run(reset_work);
+    return world.run(method);
+  };
+  double exact_s = 0, ring_s = 0, fixed_s = 0;
+  std::int64_t iteration = 0;
+  for (auto _ : state) {
+    double e = 0, g = 0;
+    if (iteration++ % 2 == 0) {
+      e = steady(exact);
+      g = steady(ring);
+    } else {
+      g = steady(ring);
+      e = steady(exact);
+    }
+    fixed_s += steady(fixed_order);
+    exact_s += e;
+    ring_s += g;
+    state.SetIterationTime(e);
+  }
+  double bytes_per_element = 0;
+  world.run([&bytes_per_element](Rank& rank) {
+    if (rank.rank == 0) bytes_per_element = rank.exact->last_traffic().bytes_per_element();
+  });
+  const double iters = static_cast<double>(state.iterations());
+  state.SetBytesProcessed(static_cast<std::int64_t>(mib << 20) * state.iterations());
+  state.counters["exact_ms"] = 1e3 * exact_s / iters;
+  state.counters["ring_ms"] = 1e3 * ring_s / iters;
+  state.counters["fixed_ms"] = 1e3 * fixed_s / iters;
+  state.counters["ratio_exact_over_ring"] = exact_s / ring_s;
+  state.counters["ratio_exact_over_fixed"] = exact_s / fixed_s;
+  state.counters["exact_bytes_per_element"] = bytes_per_element;
+  state.SetLabel("W=" + std::to_string(w) + " normal data, threads over loopback TCP");
+}
+
+BENCHMARK(BM_ExactVsGlooRing)
+    ->ArgsProduct({{2, 4, 8}, {1, 16}})
+    ->ArgNames({"W", "MiB"})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(1.0);
 
 BENCHMARK(BM_FixedOrderVsGlooRing)
     ->ArgsProduct({{2, 4}, {1, 4, 16, 64}})

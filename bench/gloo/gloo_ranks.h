@@ -1,8 +1,8 @@
 // The benchmark's ranks: W rank threads of this process (tests/thread_world/rank_threads.h),
 // each with its own Gloo TCP device over loopback, holding two connections to the other
-// ranks: our Gloo transport (for the fixed-order reducer and library_sum) and a bare Gloo
-// context (for Gloo's ring allreduce as it ships, with nothing of ours around it). The bytes
-// cross the kernel's TCP stack as between processes.
+// ranks: our Gloo transport (for the fixed-order and exact reducers and library_sum) and a
+// bare Gloo context (for Gloo's ring allreduce as it ships, with nothing of ours around it).
+// The bytes cross the kernel's TCP stack as between processes.
 #pragma once
 
 #include <cstddef>
@@ -11,6 +11,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/reducer/exact_reducer.h"
 #include "core/reducer/fixed_order_reducer.h"
 #include "core/transport/transport.h"
 #include "tests/thread_world/rank_threads.h"
@@ -26,6 +27,7 @@ struct Rank {
   std::unique_ptr<Transport> transport;
   std::shared_ptr<::gloo::Context> ring_context;
   std::unique_ptr<FixedOrderReducer> reducer;
+  std::unique_ptr<ExactReducer> exact;
   std::vector<float> pristine, work;  // the rank's arena, and the copy each run reduces
 };
 
