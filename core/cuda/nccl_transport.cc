@@ -1,18 +1,24 @@
+// The NCCL transport's lifecycle: connect_nccl, joining the world (the unique id, init),
+// the watchdog every call waits under, failure and abort, finalize. The collectives are in
+// nccl_transport_collectives.cc, the class in nccl_transport_detail.h.
 #include "core/cuda/nccl_transport.h"
 
 #include <algorithm>
 #include <cstring>
 #include <future>
+#include <memory>
 #include <thread>
 #include <utility>
 
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/nccl_api.h"
+#include "core/cuda/nccl_transport_detail.h"
 #include "core/cuda/nccl_unique_id.h"
 #include "core/deadline.h"
 #include "core/error.h"
 
 namespace rv {
+namespace nccl_detail {
 namespace {
 
 using Clock = Deadline::Clock;
@@ -28,63 +34,7 @@ Backoff collective_backoff() {
 // still reach the user, so the abort runs on a helper thread and we wait this long at most.
 constexpr std::chrono::seconds kAbortGrace{10};
 
-class NcclTransport final : public Transport {
- public:
-  NcclTransport(const NcclLibrary& library, const NcclConnectOptions& options);
-  ~NcclTransport() override;
-  NcclTransport(const NcclTransport&) = delete;
-  NcclTransport& operator=(const NcclTransport&) = delete;
-
-  std::uint32_t rank() const override { return rank_; }
-  std::uint32_t world_size() const override { return world_; }
-  std::string name() const override { return "nccl"; }
-  std::string library_version() const override { return library_.describe(); }
-
-  void all_gather(const void* in, void* out, std::size_t bytes) override;
-  void exchange(const ExchangePlan& plan) override;
-  void broadcast(void* buf, std::size_t bytes, std::uint32_t root) override;
-  void barrier() override;
-  void library_sum(float* values, std::size_t n) override;
-  std::int64_t max_int(std::int64_t value) override;
-  void all_reduce_int64(std::int64_t* values, std::size_t n, IntReduction op) override;
-
- private:
-  const NcclApi& api() const { return library_.api(); }
-  std::string where() const {
-    return "rank " + std::to_string(rank_) + " of " + std::to_string(world_) +
-           " (cuda:" + std::to_string(device_) + ")";
-  }
-  void join(const NcclConnectOptions& options);
-  void begin(const char* what);
-  void check_enqueue(ncclResult_t result, const char* what);
-  void wait_enqueued(const char* what, const Deadline& deadline);
-  void complete(const char* what);
-  [[noreturn]] void fail(const char* what, ncclResult_t result);
-  [[noreturn]] void expire(const char* what, std::chrono::milliseconds waited);
-  void abort_once() noexcept;
-  void finalize() noexcept;
-
-  const NcclLibrary& library_;
-  std::uint32_t rank_;
-  std::uint32_t world_;
-  int device_;
-  std::chrono::milliseconds timeout_;
-  ncclComm_t comm_ = nullptr;
-  cudaStream_t stream_ = nullptr;
-  bool own_stream_ = false;
-  cudaEvent_t done_ = nullptr;
-  std::int64_t* host_scratch_ = nullptr;  // pinned, so its copies never block the host
-  std::int64_t* device_scratch_ = nullptr;
-  // Staging for all-gathers of host memory (the agreement records): NCCL's kernels touch
-  // device memory only. Grown on demand; pinned on the host side so the copy back can wait
-  // with a deadline (complete) instead of blocking in a pageable cudaMemcpy.
-  unsigned char* staging_device_ = nullptr;
-  unsigned char* staging_host_ = nullptr;
-  std::size_t staging_bytes_ = 0;
-  void grow_staging(std::size_t bytes);
-  bool broken_ = false;
-  bool abort_hung_ = false;  // NCCL work may still run: leave memory and streams alone
-};
+}  // namespace
 
 NcclTransport::NcclTransport(const NcclLibrary& library, const NcclConnectOptions& options)
     : library_(library),
@@ -286,152 +236,7 @@ void NcclTransport::complete(const char* what) {
   }
 }
 
-namespace {
-
-// Device (or managed) memory NCCL can use directly; anything else is host memory.
-bool is_device_memory(const void* p) {
-  cudaPointerAttributes attributes{};
-  if (cudaPointerGetAttributes(&attributes, p) != cudaSuccess) {
-    (void)cudaGetLastError();  // an unknown pointer is host memory, not a sticky error
-    return false;
-  }
-  return attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged;
-}
-
-}  // namespace
-
-void NcclTransport::grow_staging(std::size_t bytes) {
-  if (bytes <= staging_bytes_) return;
-  if (staging_device_ != nullptr) RV_CUDA_CHECK(cudaFree(staging_device_));
-  if (staging_host_ != nullptr) RV_CUDA_CHECK(cudaFreeHost(staging_host_));
-  staging_device_ = nullptr;
-  staging_host_ = nullptr;
-  staging_bytes_ = 0;
-  RV_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&staging_device_), bytes));
-  RV_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&staging_host_), bytes));
-  staging_bytes_ = bytes;
-}
-
-void NcclTransport::all_gather(const void* in, void* out, std::size_t bytes) {
-  const cuda_detail::ScopedDevice scope(device_);
-  begin("all-gather");
-  if (bytes == 0) return;
-  if (is_device_memory(in) && is_device_memory(out)) {
-    check_enqueue(api().all_gather(in, out, bytes, ncclUint8, comm_, stream_), "all-gather");
-    complete("all-gather");
-    return;
-  }
-  // Host records (agree_across_ranks, the reducers' length checks): staged through device
-  // memory, in stream order, and copied back into pinned memory so the wait keeps its
-  // deadline.
-  const std::size_t gathered = bytes * world_;
-  grow_staging(bytes + gathered);
-  std::memcpy(staging_host_, in, bytes);
-  RV_CUDA_CHECK(cudaMemcpyAsync(staging_device_, staging_host_, bytes, cudaMemcpyHostToDevice,
-                                stream_));
-  check_enqueue(api().all_gather(staging_device_, staging_device_ + bytes, bytes, ncclUint8, comm_,
-                                 stream_),
-                "all-gather (staged from host memory)");
-  wait_enqueued("all-gather (staged from host memory)", Deadline(timeout_));
-  RV_CUDA_CHECK(cudaMemcpyAsync(staging_host_ + bytes, staging_device_ + bytes, gathered,
-                                cudaMemcpyDeviceToHost, stream_));
-  complete("all-gather (staged from host memory)");
-  std::memcpy(out, staging_host_ + bytes, gathered);
-}
-
-void NcclTransport::exchange(const ExchangePlan& plan) {
-  const auto world = static_cast<std::size_t>(world_);
-  RV_ENFORCE_EQ(InputError, plan.send_offset.size(), world, "exchange: send offsets per peer");
-  RV_ENFORCE_EQ(InputError, plan.send_bytes.size(), world, "exchange: send sizes per peer");
-  RV_ENFORCE_EQ(InputError, plan.recv_offset.size(), world, "exchange: receive offsets per peer");
-  RV_ENFORCE_EQ(InputError, plan.recv_bytes.size(), world, "exchange: receive sizes per peer");
-  RV_ENFORCE_EQ(InputError, plan.send_bytes[rank_], plan.recv_bytes[rank_],
-                "exchange: the own slot's send and receive sizes of rank", rank_);
-  const cuda_detail::ScopedDevice scope(device_);
-  begin("exchange");
-  const auto* send = static_cast<const unsigned char*>(plan.send);
-  auto* recv = static_cast<unsigned char*>(plan.recv);
-  if (plan.send_bytes[rank_] != 0) {  // the own slot: a device copy, in stream order
-    RV_CUDA_CHECK(cudaMemcpyAsync(recv + plan.recv_offset[rank_], send + plan.send_offset[rank_],
-                                  plan.send_bytes[rank_], cudaMemcpyDeviceToDevice, stream_));
-  }
-  check_enqueue(api().group_start(), "exchange (ncclGroupStart)");
-  for (std::uint32_t peer = 0; peer < world_; ++peer) {
-    if (peer == rank_) continue;
-    if (plan.send_bytes[peer] != 0) {
-      check_enqueue(api().send(send + plan.send_offset[peer], plan.send_bytes[peer], ncclUint8,
-                               static_cast<int>(peer), comm_, stream_),
-                    "exchange (ncclSend)");
-    }
-    if (plan.recv_bytes[peer] != 0) {
-      check_enqueue(api().recv(recv + plan.recv_offset[peer], plan.recv_bytes[peer], ncclUint8,
-                               static_cast<int>(peer), comm_, stream_),
-                    "exchange (ncclRecv)");
-    }
-  }
-  check_enqueue(api().group_end(), "exchange (ncclGroupEnd)");
-  complete("exchange");
-}
-
-void NcclTransport::broadcast(void* buf, std::size_t bytes, std::uint32_t root) {
-  RV_ENFORCE_LT(InputError, root, world_, "broadcast root");
-  const cuda_detail::ScopedDevice scope(device_);
-  begin("broadcast");
-  if (bytes == 0) return;
-  check_enqueue(api().broadcast(buf, buf, bytes, ncclUint8, static_cast<int>(root), comm_, stream_),
-                "broadcast");
-  complete("broadcast");
-}
-
-void NcclTransport::barrier() {
-  const cuda_detail::ScopedDevice scope(device_);
-  begin("barrier");
-  // An all-reduce completes on no rank before every rank has entered it.
-  check_enqueue(api().all_reduce(device_scratch_ + 1, device_scratch_ + 1, 1, ncclInt64, ncclMax,
-                                 comm_, stream_),
-                "barrier");
-  complete("barrier");
-}
-
-void NcclTransport::library_sum(float* values, std::size_t n) {
-  const cuda_detail::ScopedDevice scope(device_);
-  begin("library sum (ncclAllReduce)");
-  if (n == 0) return;
-  check_enqueue(api().all_reduce(values, values, n, ncclFloat32, ncclSum, comm_, stream_),
-                "library sum (ncclAllReduce)");
-  complete("library sum (ncclAllReduce)");
-}
-
-void NcclTransport::all_reduce_int64(std::int64_t* values, std::size_t n, IntReduction op) {
-  const cuda_detail::ScopedDevice scope(device_);
-  const char* what =
-      op == IntReduction::kSum ? "int64 sum (ncclAllReduce)" : "int64 max (ncclAllReduce)";
-  begin(what);
-  if (n == 0) return;
-  check_enqueue(api().all_reduce(values, values, n, ncclInt64,
-                                 op == IntReduction::kSum ? ncclSum : ncclMax, comm_, stream_),
-                what);
-  complete(what);
-}
-
-std::int64_t NcclTransport::max_int(std::int64_t value) {
-  const cuda_detail::ScopedDevice scope(device_);
-  begin("integer max (ncclAllReduce)");
-  *host_scratch_ = value;
-  RV_CUDA_CHECK(cudaMemcpyAsync(device_scratch_, host_scratch_, sizeof value,
-                                cudaMemcpyHostToDevice, stream_));
-  check_enqueue(
-      api().all_reduce(device_scratch_, device_scratch_, 1, ncclInt64, ncclMax, comm_, stream_),
-      "integer max (ncclAllReduce)");
-  // Non-blocking NCCL may still be enqueueing its kernel: the copy back must come after it.
-  wait_enqueued("integer max (ncclAllReduce)", Deadline(timeout_));
-  RV_CUDA_CHECK(cudaMemcpyAsync(host_scratch_, device_scratch_, sizeof value,
-                                cudaMemcpyDeviceToHost, stream_));
-  complete("integer max (ncclAllReduce)");
-  return *host_scratch_;
-}
-
-}  // namespace
+}  // namespace nccl_detail
 
 std::unique_ptr<Transport> connect_nccl(const NcclConnectOptions& options) {
   RV_ENFORCE_GE(InputError, options.world, 1u, "an NCCL world needs at least one rank");
@@ -440,7 +245,7 @@ std::unique_ptr<Transport> connect_nccl(const NcclConnectOptions& options) {
   if (options.job_dir.empty()) throw InputError("connect_nccl: no job directory given");
   if (options.timeout.count() <= 0) throw InputError("connect_nccl: the timeout must be positive");
   const NcclLibrary& library = NcclLibrary::load(options.library);
-  return std::make_unique<NcclTransport>(library, options);
+  return std::make_unique<nccl_detail::NcclTransport>(library, options);
 }
 
 }  // namespace rv

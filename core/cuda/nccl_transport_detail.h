@@ -1,0 +1,79 @@
+// The NCCL transport's class (docs/DESIGN.md §5.5): one communicator, its stream, its scratch
+// and staging memory, and the watchdog every call waits under. Its lifecycle (join, the
+// watchdog waits, failure, finalize and abort) is in nccl_transport.cc, the collectives in
+// nccl_transport_collectives.cc. Private to core/cuda.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "core/cuda/cuda_check.h"
+#include "core/cuda/nccl_api.h"
+#include "core/cuda/nccl_library.h"
+#include "core/cuda/nccl_transport.h"
+#include "core/deadline.h"
+#include "core/transport/transport.h"
+
+namespace rv::nccl_detail {
+
+class NcclTransport final : public Transport {
+ public:
+  NcclTransport(const NcclLibrary& library, const NcclConnectOptions& options);
+  ~NcclTransport() override;
+  NcclTransport(const NcclTransport&) = delete;
+  NcclTransport& operator=(const NcclTransport&) = delete;
+
+  std::uint32_t rank() const override { return rank_; }
+  std::uint32_t world_size() const override { return world_; }
+  std::string name() const override { return "nccl"; }
+  std::string library_version() const override { return library_.describe(); }
+
+  void all_gather(const void* in, void* out, std::size_t bytes) override;
+  void exchange(const ExchangePlan& plan) override;
+  void broadcast(void* buf, std::size_t bytes, std::uint32_t root) override;
+  void barrier() override;
+  void library_sum(float* values, std::size_t n) override;
+  std::int64_t max_int(std::int64_t value) override;
+  void all_reduce_int64(std::int64_t* values, std::size_t n, IntReduction op) override;
+
+ private:
+  const NcclApi& api() const { return library_.api(); }
+  std::string where() const {
+    return "rank " + std::to_string(rank_) + " of " + std::to_string(world_) +
+           " (cuda:" + std::to_string(device_) + ")";
+  }
+  void join(const NcclConnectOptions& options);
+  void begin(const char* what);
+  void check_enqueue(ncclResult_t result, const char* what);
+  void wait_enqueued(const char* what, const Deadline& deadline);
+  void complete(const char* what);
+  [[noreturn]] void fail(const char* what, ncclResult_t result);
+  [[noreturn]] void expire(const char* what, std::chrono::milliseconds waited);
+  void abort_once() noexcept;
+  void finalize() noexcept;
+
+  const NcclLibrary& library_;
+  std::uint32_t rank_;
+  std::uint32_t world_;
+  int device_;
+  std::chrono::milliseconds timeout_;
+  ncclComm_t comm_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  bool own_stream_ = false;
+  cudaEvent_t done_ = nullptr;
+  std::int64_t* host_scratch_ = nullptr;  // pinned, so its copies never block the host
+  std::int64_t* device_scratch_ = nullptr;
+  // Staging for all-gathers of host memory (the agreement records): NCCL's kernels touch
+  // device memory only. Grown on demand; pinned on the host side so the copy back can wait
+  // with a deadline (complete) instead of blocking in a pageable cudaMemcpy.
+  unsigned char* staging_device_ = nullptr;
+  unsigned char* staging_host_ = nullptr;
+  std::size_t staging_bytes_ = 0;
+  void grow_staging(std::size_t bytes);
+  bool broken_ = false;
+  bool abort_hung_ = false;  // NCCL work may still run: leave memory and streams alone
+};
+
+}  // namespace rv::nccl_detail
