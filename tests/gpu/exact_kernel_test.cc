@@ -2,14 +2,15 @@
 // 1 to 256, lengths around the block size (0, 1, 1023, 1024, 1025, 3·1024 + 77, 2^20), both
 // ops, both mean divisions and both limb-width kernels, aligned and unaligned buffers.
 // Outputs are poisoned before each launch and guard words after them must stay untouched,
-// so a word written twice, missed or written out of range shows up. The reciprocal behind
-// the fast mean is checked on the host over every divisor's edge dividends (no GPU needed).
+// so a word written twice, missed or written out of range shows up. The round kernel's
+// extreme sums and its mean divisions are in exact_round_kernel_test.cc, the combine kernel
+// in exact_combine_kernel_test.cc.
 #include "core/cuda/exact_kernel.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
-#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "core/exact/exact_law.h"
 #include "core/exact/exact_plan.h"
 #include "core/exact/host_exact.h"
+#include "tests/gpu/exact_kernel_test_support.h"
 #include "tests/gpu/gpu_test_support.h"
 
 namespace rv {
@@ -27,75 +29,24 @@ namespace {
 
 using detail::LimbWidth;
 using detail::MeanDivision;
+using test::at;
+using test::DevicePlan;
+using test::download_output;
+using test::gpu_round;
+using test::kDevice;
+using test::kGuard;
+using test::kPoisonByte;
+using test::kWorlds;
+using test::Output;
 using test::same_bits;
+using test::same_words;
+using test::upload_at;
 
-constexpr int kDevice = 0;
-constexpr std::uint32_t kWorlds[] = {1, 2, 3, 8, 64, 256};
 constexpr std::size_t kCounts[] = {0, 1, 1023, 1024, 1025, 3 * 1024 + 77, std::size_t{1} << 20};
 // Distinct arenas per case: rank r of a world of W holds arena r mod kDistinctRanks, so the
 // summed digits of W = 256 ranks are as large as a real world's while the host work stays
 // that of three ranks.
 constexpr std::uint32_t kDistinctRanks = 3;
-constexpr std::size_t kGuard = 4;  // words (or floats) after every output
-constexpr unsigned char kPoisonByte = 0x5A;
-
-::testing::AssertionResult same_words(const std::vector<std::int64_t>& expected,
-                                      const std::vector<std::int64_t>& actual) {
-  if (expected.size() != actual.size()) {
-    return ::testing::AssertionFailure()
-           << "sizes differ: " << expected.size() << " vs " << actual.size();
-  }
-  std::size_t differing = 0, first = 0;
-  for (std::size_t i = 0; i < expected.size(); ++i) {
-    if (expected[i] != actual[i] && differing++ == 0) first = i;
-  }
-  if (differing == 0) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure()
-         << differing << " of " << expected.size() << " words differ; first at " << first
-         << ": expected " << expected[first] << ", got " << actual[first];
-}
-
-bool all_poison(const void* bytes, std::size_t count) {
-  const auto* p = static_cast<const unsigned char*>(bytes);
-  for (std::size_t i = 0; i < count; ++i) {
-    if (p[i] != kPoisonByte) return false;
-  }
-  return true;
-}
-
-// Device memory holding `host` at an offset of `offset` elements, poisoned around it.
-template <typename T>
-DeviceBuffer upload_at(const std::vector<T>& host, std::size_t offset) {
-  DeviceBuffer buffer(kDevice, (offset + host.size() + kGuard) * sizeof(T));
-  buffer.fill_bytes(kPoisonByte);
-  buffer.upload(host.data(), host.size() * sizeof(T), offset * sizeof(T));
-  return buffer;
-}
-
-template <typename T>
-T* at(const DeviceBuffer& buffer, std::size_t offset) {
-  return static_cast<T*>(buffer.data()) + offset;
-}
-
-// The output of a launch: `count` elements at `offset`, then kGuard guard elements that must
-// still hold poison.
-template <typename T>
-struct Output {
-  std::vector<T> values;
-  bool guards_intact = true;
-};
-
-template <typename T>
-Output<T> download_output(const DeviceBuffer& buffer, std::size_t offset, std::size_t count) {
-  std::vector<T> all(offset + count + kGuard);
-  buffer.download(all.data(), all.size() * sizeof(T));
-  Output<T> out;
-  out.values.assign(all.begin() + static_cast<std::ptrdiff_t>(offset),
-                    all.begin() + static_cast<std::ptrdiff_t>(offset + count));
-  out.guards_intact = all_poison(all.data() + offset + count, kGuard * sizeof(T)) &&
-                      all_poison(all.data(), offset * sizeof(T));
-  return out;
-}
 
 std::vector<std::int64_t> host_agreement(const std::vector<float>& values) {
   std::vector<std::int64_t> words(exact_block_count(values.size()) * exact::kAgreementWords);
@@ -113,14 +64,6 @@ Output<std::int64_t> gpu_agreement(const std::vector<float>& values, std::size_t
   return download_output<std::int64_t>(out, offset, words);
 }
 
-// The plan's slots on the device, for the lifetime of the object.
-struct DevicePlan {
-  explicit DevicePlan(const ExactPlan& plan)
-      : slots(upload_at(plan.blocks, 0)), view(view_of(plan, at<ExactBlockSlot>(slots, 0))) {}
-  DeviceBuffer slots;
-  ExactPlanView view;
-};
-
 Output<std::int64_t> gpu_encode(const std::vector<float>& values, const ExactPlan& plan,
                                 std::size_t offset, LimbWidth width) {
   const DeviceBuffer in = upload_at(values, offset);
@@ -130,17 +73,6 @@ Output<std::int64_t> gpu_encode(const std::vector<float>& values, const ExactPla
   detail::launch_exact_encode_with(at<float>(in, offset), device_plan.view,
                                    at<std::int64_t>(out, offset), nullptr, width);
   return download_output<std::int64_t>(out, offset, plan.words);
-}
-
-Output<float> gpu_round(const std::vector<std::int64_t>& sums, const ExactPlan& plan, Op op,
-                        std::size_t offset, MeanDivision division) {
-  const DeviceBuffer in = upload_at(sums, offset);
-  const DevicePlan device_plan(plan);
-  DeviceBuffer out(kDevice, (offset + plan.count + kGuard) * sizeof(float));
-  out.fill_bytes(kPoisonByte);
-  detail::launch_exact_round_with(at<std::int64_t>(in, offset), device_plan.view, op,
-                                  at<float>(out, offset), nullptr, division);
-  return download_output<float>(out, offset, plan.count);
 }
 
 std::string describe(Distribution dist, std::uint32_t world, std::size_t n) {
@@ -218,132 +150,6 @@ TEST(ExactKernel, EqualsHostOnUnalignedBuffers) {
   }
 }
 
-// One-limb blocks with sums across the whole range a world can produce (|D| < W × 2^L) and
-// windows from the bottom of the subnormals to beyond the overflow, for worlds up to 2^20:
-// the mean's reciprocal and power-of-two paths against the host's long division on every
-// kind of quotient.
-TEST(ExactKernel, RoundsExtremeOneLimbSumsLikeHost) {
-  RV_SKIP_WITHOUT_GPU();
-  std::mt19937_64 random(20);
-  for (std::uint32_t world : {2u, 3u, 7u, 1000u, 65535u, (1u << 20) - 1, 1u << 20}) {
-    const int limb_bits = exact::limb_bits(world);
-    // |D| ≤ W × (2^L − 1) < 2^63.
-    const std::uint64_t largest =
-        static_cast<std::uint64_t>(world) * ((std::uint64_t{1} << limb_bits) - 1);
-    ExactPlan plan;
-    plan.world = world;
-    plan.limb_bits = limb_bits;
-    plan.count = 64 * exact::kBlock;
-    plan.words = plan.count;
-    for (std::size_t b = 0; b < 64; ++b) {
-      const auto bottom = static_cast<std::int32_t>(b * 4 + (b % 3));  // 0 … 254
-      plan.blocks.push_back(
-          ExactBlockSlot{static_cast<std::int64_t>(b * exact::kBlock), bottom, 1, 0});
-    }
-    std::vector<std::int64_t> sums(plan.words);
-    for (std::size_t i = 0; i < sums.size(); ++i) {
-      std::uint64_t magnitude;
-      switch (i % 8) {
-        case 0:
-          magnitude = largest - (random() % 4);
-          break;
-        case 1:
-          magnitude = random() % 1024;
-          break;
-        case 2:
-          magnitude = (random() % world) * (std::uint64_t{1} << (random() % 40));
-          break;
-        case 3:
-          magnitude = std::uint64_t{1} << (random() % 62);
-          break;
-        default:
-          magnitude = random() % (largest + 1);
-          break;
-      }
-      if (magnitude > largest) magnitude = largest;
-      const auto value = static_cast<std::int64_t>(magnitude);
-      sums[i] = (random() & 1) ? -value : value;
-    }
-    for (Op op : {Op::kSum, Op::kMean}) {
-      std::vector<float> expected(plan.count);
-      exact_round(sums.data(), plan, op, expected.data());
-      for (MeanDivision division : detail::kAllMeanDivisions) {
-        if (!detail::applies_to(division, world)) continue;
-        const Output<float> gpu = gpu_round(sums, plan, op, 0, division);
-        EXPECT_TRUE(same_bits(expected, gpu.values))
-            << "W=" << world << " " << to_string(op) << " " << detail::to_string(division);
-      }
-    }
-  }
-}
-
-// ---- combine ---------------------------------------------------------------------------
-
-std::vector<std::int64_t> host_combine(const std::vector<std::int64_t>& stacked,
-                                       std::uint32_t slots, std::size_t stride, std::size_t n,
-                                       IntReduction op) {
-  std::vector<std::int64_t> out(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    std::int64_t acc = stacked[i];
-    for (std::uint32_t r = 1; r < slots; ++r) {
-      const std::int64_t v = stacked[r * stride + i];
-      acc = op == IntReduction::kMax ? std::max(acc, v) : acc + v;
-    }
-    out[i] = acc;
-  }
-  return out;
-}
-
-TEST(ExactKernel, CombinesWordsLikeTheLibrary) {
-  RV_SKIP_WITHOUT_GPU();
-  std::mt19937_64 random(3);
-  for (std::uint32_t slots : kWorlds) {
-    for (std::size_t n : {std::size_t{1}, std::size_t{2}, std::size_t{1023}, std::size_t{100003}}) {
-      // An even stride (the vector path) and an odd one (scalar); a table at an odd offset.
-      for (std::size_t stride : {n + n % 2, n + 1 + n % 2}) {
-        for (std::size_t offset : {std::size_t{0}, std::size_t{1}}) {
-          std::vector<std::int64_t> stacked((slots - 1) * stride + n);
-          for (auto& v : stacked) {
-            v = static_cast<std::int64_t>(random() % (std::uint64_t{1} << 53)) -
-                (std::int64_t{1} << 52);  // 256 of them sum well inside int64
-          }
-          for (IntReduction op : {IntReduction::kSum, IntReduction::kMax}) {
-            const auto expected = host_combine(stacked, slots, stride, n, op);
-            const DeviceBuffer table = upload_at(stacked, offset);
-            DeviceBuffer out(kDevice, (offset + n + kGuard) * sizeof(std::int64_t));
-            out.fill_bytes(kPoisonByte);
-            launch_combine_words(at<std::int64_t>(table, offset), slots, stride, n, op,
-                                 at<std::int64_t>(out, offset), nullptr);
-            const auto gpu = download_output<std::int64_t>(out, offset, n);
-            EXPECT_TRUE(same_words(expected, gpu.values))
-                << "slots=" << slots << " n=" << n << " stride=" << stride << " offset=" << offset
-                << (op == IntReduction::kMax ? " max" : " sum");
-            EXPECT_TRUE(gpu.guards_intact);
-            // In place into slot 0, as the loopback world does.
-            launch_combine_words(at<std::int64_t>(table, offset), slots, stride, n, op,
-                                 at<std::int64_t>(table, offset), nullptr);
-            const auto in_place = download_output<std::int64_t>(table, offset, n);
-            EXPECT_TRUE(same_words(expected, in_place.values)) << "in place, slots=" << slots;
-          }
-        }
-      }
-    }
-  }
-}
-
-// A zero stride adds slot 0 to itself: W identical ranks (the reducer test's transport).
-TEST(ExactKernel, ZeroStrideMultipliesBySlots) {
-  RV_SKIP_WITHOUT_GPU();
-  const std::vector<std::int64_t> words = {0, 1, -1, 5, -(std::int64_t{1} << 40), 7};
-  const DeviceBuffer buffer = upload_at(words, 0);
-  launch_combine_words(at<std::int64_t>(buffer, 0), 3, 0, words.size(), IntReduction::kSum,
-                       at<std::int64_t>(buffer, 0), nullptr);
-  const auto gpu = download_output<std::int64_t>(buffer, 0, words.size());
-  std::vector<std::int64_t> expected;
-  for (std::int64_t w : words) expected.push_back(3 * w);
-  EXPECT_TRUE(same_words(expected, gpu.values));
-}
-
 // ---- checks before any launch (no device needed) -------------------------------------
 
 TEST(ExactKernel, RejectsBadArguments) {
@@ -380,82 +186,6 @@ TEST(ExactKernel, RejectsBadArguments) {
   EXPECT_NO_THROW(launch_exact_agreement_words(nullptr, 0, nullptr, nullptr));
   EXPECT_NO_THROW(launch_exact_encode(nullptr, ExactPlanView{}, nullptr, nullptr));
   EXPECT_NO_THROW(launch_exact_round(nullptr, ExactPlanView{}, Op::kMean, nullptr, nullptr));
-}
-
-// floor(x × m / 2^k) against x / W on the host, for every divisor up to 4096, the largest
-// ones and a random sample between, over the dividends the mean produces (below W × 2^32)
-// and up to 2^53: the edges around multiples of W and random ones.
-std::uint64_t mulhi64(std::uint64_t a, std::uint64_t b) {
-  const std::uint64_t a_lo = a & 0xFFFFFFFFu, a_hi = a >> 32, b_lo = b & 0xFFFFFFFFu,
-                      b_hi = b >> 32;
-  const std::uint64_t lo_lo = a_lo * b_lo, hi_lo = a_hi * b_lo, lo_hi = a_lo * b_hi,
-                      hi_hi = a_hi * b_hi;
-  const std::uint64_t middle = (lo_lo >> 32) + (hi_lo & 0xFFFFFFFFu) + lo_hi;
-  return hi_hi + (hi_lo >> 32) + (middle >> 32);
-}
-
-// The power-of-two mean's premise, on the host with the law's own functions: for W = 2^k
-// the long-division mean of any one-limb sum is the sum's rounding k positions lower, over
-// sums of every size a world can produce and windows from the subnormals to the overflow.
-TEST(ExactKernel, PowerOfTwoMeanIsTheSumRoundedLower) {
-  std::mt19937_64 random(8);
-  for (int k = 0; k <= 20; ++k) {
-    const std::uint32_t world = std::uint32_t{1} << k;
-    EXPECT_TRUE(detail::applies_to(MeanDivision::kPowerOfTwo, world));
-    EXPECT_EQ(detail::default_mean_division(world), MeanDivision::kPowerOfTwo);
-    const std::uint64_t largest =
-        static_cast<std::uint64_t>(world) * ((std::uint64_t{1} << exact::limb_bits(world)) - 1);
-    for (int i = 0; i < 20000; ++i) {
-      std::uint64_t magnitude = i % 4 == 0   ? random() % 4096
-                                : i % 4 == 1 ? largest - random() % 16
-                                             : (random() % (largest + 1)) >> (random() % 60);
-      const auto d = static_cast<std::int64_t>(magnitude) * ((random() & 1) ? -1 : 1);
-      const int bottom = static_cast<int>(random() % (exact::kTopPosition + 1));
-      ASSERT_EQ(exact::round_one_limb(d, bottom, world, true),
-                exact::round_one_limb(d, bottom - k, world, false))
-          << "W=2^" << k << " D=" << d << " bottom=" << bottom;
-    }
-  }
-  for (std::uint32_t world : {3u, 5u, 6u, 1000u, (1u << 20) - 1}) {
-    EXPECT_FALSE(detail::applies_to(MeanDivision::kPowerOfTwo, world));
-    EXPECT_EQ(detail::default_mean_division(world), MeanDivision::kReciprocal);
-  }
-}
-
-TEST(ExactKernel, ReciprocalDividesExactly) {
-  std::mt19937_64 random(11);
-  std::vector<std::uint32_t> divisors;
-  for (std::uint32_t w = 2; w <= 4096; ++w) divisors.push_back(w);
-  for (std::uint32_t w : {(1u << 20) - 1, 1u << 20, (1u << 19) + 1, 1u << 19, 2047u * 511u}) {
-    divisors.push_back(w);
-  }
-  for (int i = 0; i < 2000; ++i) {
-    divisors.push_back(static_cast<std::uint32_t>(2 + random() % ((1u << 20) - 1)));
-  }
-  for (std::uint32_t w : divisors) {
-    const detail::Reciprocal r = detail::reciprocal_of(w);
-    ASSERT_EQ(r.divisor, w);
-    const std::uint64_t limit = std::uint64_t{1} << 53;
-    std::vector<std::uint64_t> dividends = {
-        0, 1, w - 1u, w, w + 1u, limit - 1, limit - w, static_cast<std::uint64_t>(w) << 32};
-    for (std::uint64_t top : {static_cast<std::uint64_t>(w) << 32, limit}) {
-      const std::uint64_t q = (top - 1) / w;
-      for (std::uint64_t k : {q, q - 1, q / 2, q / 3}) {
-        dividends.push_back(k * w);
-        dividends.push_back(k * w - 1);
-        dividends.push_back(k * w + w - 1);
-      }
-    }
-    for (int i = 0; i < 40; ++i) dividends.push_back(random() % limit);
-    for (std::uint64_t x : dividends) {
-      if (x >= limit) continue;
-      const std::uint64_t q = mulhi64(x, r.magic) >> r.shift;
-      ASSERT_EQ(q, x / w) << "x=" << x << " W=" << w << " magic=" << r.magic
-                          << " shift=" << r.shift;
-    }
-  }
-  EXPECT_THROW(detail::reciprocal_of(1), InputError);
-  EXPECT_THROW(detail::reciprocal_of((1u << 20) + 1), InputError);
 }
 
 }  // namespace
