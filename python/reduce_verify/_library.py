@@ -1,0 +1,100 @@
+"""ctypes over libreduce_verify_c.so (capi/reduce_verify_c.h): the only way this package
+reaches the core, so no torch C++ ABI is involved and one build serves every torch.
+
+The library is looked up, in order, at $REDUCE_VERIFY_LIB and in the package's _lib/ folder
+(where `pip install ./python` copies it); it is loaded on first use."""
+
+import ctypes
+import os
+import pathlib
+import threading
+
+from .errors import InputError, InternalError, LibraryNotFound, RuntimeFailure, Unsupported
+
+API_VERSION = 1  # RV_C_API_VERSION this package speaks
+LIBRARY_NAME = "libreduce_verify_c.so"
+OP_SUM, OP_MEAN = 0, 1
+
+_STATUS_ERRORS = {1: InputError, 2: RuntimeFailure, 3: InternalError, 4: Unsupported}
+
+_f32p = ctypes.c_void_p  # pointers pass as addresses: tensors give data_ptr()
+_SIGNATURES = {
+    "rv_last_error": (ctypes.c_char_p, []),
+    "rv_api_version": (ctypes.c_int, []),
+    "rv_built_with_cuda": (ctypes.c_int, []),
+    "rv_library_info": (ctypes.c_char_p, []),
+    "rv_fold_stacked": (ctypes.c_int, [_f32p, ctypes.c_uint32, ctypes.c_size_t, ctypes.c_size_t,
+                                       ctypes.c_int, _f32p]),
+    "rv_exact_reduce_stacked": (ctypes.c_int, [_f32p, ctypes.c_uint32, ctypes.c_size_t,
+                                               ctypes.c_size_t, ctypes.c_int, _f32p]),
+    "rv_digest_floats": (ctypes.c_int, [_f32p, ctypes.c_size_t, ctypes.c_char_p]),
+    "rv_cuda_fold_stacked": (ctypes.c_int, [ctypes.c_int, _f32p, ctypes.c_uint32, ctypes.c_size_t,
+                                            ctypes.c_size_t, ctypes.c_int, _f32p,
+                                            ctypes.c_void_p]),
+    "rv_cuda_exact_reduce_stacked": (ctypes.c_int, [ctypes.c_int, _f32p, ctypes.c_uint32,
+                                                    ctypes.c_size_t, ctypes.c_size_t, ctypes.c_int,
+                                                    _f32p, ctypes.c_void_p]),
+    "rv_cuda_release_workspaces": (ctypes.c_int, []),
+}
+
+_lock = threading.Lock()
+_library = None
+
+
+def library_path():
+    """Where the library will be loaded from (raises LibraryNotFound naming the places)."""
+    override = os.environ.get("REDUCE_VERIFY_LIB")
+    if override:
+        path = pathlib.Path(override)
+        if not path.is_file():
+            raise LibraryNotFound(f"REDUCE_VERIFY_LIB={override}: no such file")
+        return path
+    packaged = pathlib.Path(__file__).resolve().parent / "_lib" / LIBRARY_NAME
+    if packaged.is_file():
+        return packaged
+    raise LibraryNotFound(
+        f"{LIBRARY_NAME} not found: not at $REDUCE_VERIFY_LIB (unset) nor at {packaged}. Build "
+        "it (./ci/build.sh builds build/capi/) and install the package with `pip install "
+        "--no-build-isolation ./python`, or point REDUCE_VERIFY_LIB at the built file.")
+
+
+def library():
+    """The loaded library, its signatures declared and its C API version checked."""
+    global _library
+    with _lock:
+        if _library is None:
+            path = library_path()
+            try:
+                handle = ctypes.CDLL(str(path))  # CDLL releases the GIL during every call
+            except OSError as error:
+                raise LibraryNotFound(f"{path}: cannot be loaded: {error}") from error
+            for name, (restype, argtypes) in _SIGNATURES.items():
+                try:
+                    function = getattr(handle, name)
+                except AttributeError as error:
+                    raise LibraryNotFound(f"{path} lacks {name}: an older build?") from error
+                function.restype = restype
+                function.argtypes = argtypes
+            version = handle.rv_api_version()
+            if version != API_VERSION:
+                raise LibraryNotFound(f"{path} speaks C API {version}; this package speaks "
+                                      f"{API_VERSION}: rebuild and reinstall together")
+            _library = handle
+        return _library
+
+
+def check(status):
+    """Raises the exception class of a non-zero rv_status with the library's message."""
+    if status == 0:
+        return
+    message = library().rv_last_error().decode("utf-8", "replace")
+    raise _STATUS_ERRORS.get(status, InternalError)(message or f"status {status}")
+
+
+def built_with_cuda():
+    return bool(library().rv_built_with_cuda())
+
+
+def library_info():
+    """One line naming the library: tool, commit, C API, CUDA, xxHash."""
+    return library().rv_library_info().decode()
