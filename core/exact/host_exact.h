@@ -1,6 +1,12 @@
 // The exact contract's element work on the CPU (docs/DESIGN.md §2): agreement words, digits
 // and rounding over host arrays, with the laws of exact_law.h. The CUDA kernels compute the
 // same laws on a GPU (core/cuda/exact_kernel.cu).
+//
+// These are the fast paths: branch-free loops the compiler vectorises, each argued (in
+// host_exact.cc) and tested to give exactly the bits of the laws applied one element at a
+// time (host_exact_law.h). The encode and the round use binary64 arithmetic where it is exact
+// or provably rounds as the law does; that needs the IEEE default state (nearest-even, no
+// FTZ, no DAZ), so they probe it on every call and run the law-only paths without it.
 #pragma once
 
 #include <cstddef>
@@ -23,5 +29,11 @@ void exact_encode(const float* values, const ExactPlan& plan, std::int64_t* word
 
 // The results from the summed words: plan.count floats.
 void exact_round(const std::int64_t* sums, const ExactPlan& plan, Op op, float* out);
+
+namespace detail {
+// Whether this thread's floating-point state is IEEE's default (round-to-nearest-even,
+// subnormal results kept, subnormal inputs read as they are), probed.
+bool host_fp_state_is_ieee();
+}  // namespace detail
 
 }  // namespace rv
