@@ -1,5 +1,6 @@
-// The agreement kernel: each exact block's three agreement words (exact::widen_agreement,
-// merged over a warp with exact::merge_agreement), one warp per block (exact_kernel_detail.h).
+// The agreement kernel: each exact block's three agreement words (the words of
+// exact::widen_agreement, computed in 32-bit registers), one warp per block
+// (exact_kernel_detail.h).
 #include <cstdint>
 
 #include "core/cuda/cuda_check.h"
@@ -11,56 +12,117 @@
 namespace rv {
 namespace {
 
-using exact_kernel_detail::aligned_to;
 using exact_kernel_detail::as_stream;
 using exact_kernel_detail::check_pointer;
 using exact_kernel_detail::grid_for;
 using exact_kernel_detail::kThreads;
 using exact_kernel_detail::kWarpsPerBlock;
 
-__device__ __forceinline__ void widen(exact::AgreementWords& words, float4 v) {
-  exact::widen_agreement(words, float_bits(v.x));
-  exact::widen_agreement(words, float_bits(v.y));
-  exact::widen_agreement(words, float_bits(v.z));
-  exact::widen_agreement(words, float_bits(v.w));
+// The agreement of one thread's elements in 32-bit registers, branch-free: for finite values
+// the top bit position of |k| is monotone in |bits|, so the largest |bits| names the block's
+// top (exact::top_position of it); the lowest set bit comes from each value's significand;
+// NaN, ±Inf and −0 set the special flag. to_words turns it into exact::AgreementWords, the
+// very words exact::widen_agreement gives (gpu_exact_kernel_test holds it to host_exact.cc).
+struct LaneAgreement {
+  std::uint32_t max_magnitude = 0;     // 0: no nonzero finite value
+  std::uint32_t min_bottom = 0xFFFFu;  // above every position
+  std::uint32_t special = 0;
+};
+
+__device__ __forceinline__ void widen(LaneAgreement& a, std::uint32_t bits) {
+  const std::uint32_t magnitude = bits & 0x7FFFFFFFu;
+  const std::uint32_t exponent = magnitude >> 23;
+  const bool finite_nonzero = magnitude != 0 && exponent != 255u;
+  a.special |= (exponent == 255u || bits == 0x80000000u) ? 1u : 0u;
+  a.max_magnitude = max(a.max_magnitude, finite_nonzero ? magnitude : 0u);
+  const std::uint32_t significand =
+      exponent != 0 ? (magnitude & 0x7FFFFFu) | 0x800000u : magnitude;
+  const std::uint32_t shift = exponent != 0 ? exponent - 1 : 0u;
+  const std::uint32_t bottom = shift + static_cast<std::uint32_t>(__ffs(static_cast<int>(significand)) - 1);
+  a.min_bottom = min(a.min_bottom, finite_nonzero ? bottom : 0xFFFFu);
 }
 
+__device__ __forceinline__ void widen(LaneAgreement& a, float4 v) {
+  widen(a, float_bits(v.x));
+  widen(a, float_bits(v.y));
+  widen(a, float_bits(v.z));
+  widen(a, float_bits(v.w));
+}
+
+__device__ __forceinline__ exact::AgreementWords to_words(const LaneAgreement& a) {
+  exact::AgreementWords words;
+  words.special = a.special;
+  if (a.max_magnitude != 0) {
+    words.top = exact::top_position(exact::magnitude_of(a.max_magnitude));
+    words.bottom_complement = exact::kTopPosition - static_cast<int>(a.min_bottom);
+  }
+  return words;
+}
+
+// One full, aligned block's eight float4 per lane (a warp reads the block's 4 KiB at once).
+__device__ __forceinline__ void load_block(const float* values, std::size_t b, int lane,
+                                           float4 (&v)[8]) {
+  const float4* block = reinterpret_cast<const float4*>(values + b * exact::kBlock);
+#pragma unroll
+  for (int j = 0; j < 8; ++j) v[j] = block[j * 32 + lane];
+}
+
+__device__ __forceinline__ void store_words(LaneAgreement mine, int lane, std::int64_t* words) {
+  // The block's agreement: max, min and or over the warp, in five butterfly steps.
+  for (int offset = 16; offset > 0; offset /= 2) {
+    mine.max_magnitude =
+        max(mine.max_magnitude, __shfl_xor_sync(0xFFFFFFFFu, mine.max_magnitude, offset));
+    mine.min_bottom = min(mine.min_bottom, __shfl_xor_sync(0xFFFFFFFFu, mine.min_bottom, offset));
+    mine.special |= __shfl_xor_sync(0xFFFFFFFFu, mine.special, offset);
+  }
+  if (lane == 0) {
+    const exact::AgreementWords agreed = to_words(mine);
+    words[0] = agreed.top;
+    words[1] = agreed.bottom_complement;
+    words[2] = agreed.special;
+  }
+}
+
+// Full blocks of an aligned arena, one warp per block; each warp's loads of its next block
+// are in flight while it reduces the current one, so the memory system never waits on the
+// shuffles.
 __global__ void __launch_bounds__(kThreads)
-    agreement_kernel(const float* values, std::size_t n, std::size_t blocks, std::int64_t* words) {
+    agreement_full_blocks_kernel(const float* values, std::size_t full_blocks,
+                                 std::int64_t* words) {
   const int lane = static_cast<int>(threadIdx.x % 32);
   const std::size_t warps = static_cast<std::size_t>(gridDim.x) * kWarpsPerBlock;
-  for (std::size_t b = static_cast<std::size_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+  std::size_t b = static_cast<std::size_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+  if (b >= full_blocks) return;
+  float4 v[8];
+  load_block(values, b, lane, v);
+  while (b < full_blocks) {
+    const std::size_t next = b + warps;
+    float4 v_next[8];
+    if (next < full_blocks) load_block(values, next, lane, v_next);
+    LaneAgreement mine;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) widen(mine, v[j]);
+    store_words(mine, lane, words + b * exact::kAgreementWords);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) v[j] = v_next[j];
+    b = next;
+  }
+}
+
+// Any block, scalar loads: a short last block, or an arena that is not 16-byte aligned.
+__global__ void __launch_bounds__(kThreads)
+    agreement_kernel(const float* values, std::size_t n, std::size_t first_block,
+                     std::size_t blocks, std::int64_t* words) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const std::size_t warps = static_cast<std::size_t>(gridDim.x) * kWarpsPerBlock;
+  for (std::size_t b = first_block + static_cast<std::size_t>(blockIdx.x) * kWarpsPerBlock +
+                       threadIdx.x / 32;
        b < blocks; b += warps) {
     const std::size_t begin = b * exact::kBlock;
     const std::size_t count = min(static_cast<std::size_t>(exact::kBlock), n - begin);
-    exact::AgreementWords mine;
-    if (count == exact::kBlock && aligned_to(values, 16)) {
-      const float4* block = reinterpret_cast<const float4*>(values + begin);
-      float4 v[8];
-#pragma unroll
-      for (int j = 0; j < 8; ++j) v[j] = block[j * 32 + lane];  // all 8 loads in flight
-#pragma unroll
-      for (int j = 0; j < 8; ++j) widen(mine, v[j]);
-    } else {
-      for (std::size_t i = lane; i < count; i += 32) {
-        exact::widen_agreement(mine, float_bits(values[begin + i]));
-      }
-    }
-    // The block's words: the maximum over the warp, in five butterfly steps.
-    for (int offset = 16; offset > 0; offset /= 2) {
-      exact::AgreementWords other;
-      other.top = __shfl_xor_sync(0xFFFFFFFFu, static_cast<long long>(mine.top), offset);
-      other.bottom_complement =
-          __shfl_xor_sync(0xFFFFFFFFu, static_cast<long long>(mine.bottom_complement), offset);
-      other.special = __shfl_xor_sync(0xFFFFFFFFu, static_cast<long long>(mine.special), offset);
-      exact::merge_agreement(mine, other);
-    }
-    if (lane == 0) {
-      std::int64_t* w = words + b * exact::kAgreementWords;
-      w[0] = mine.top;
-      w[1] = mine.bottom_complement;
-      w[2] = mine.special;
-    }
+    LaneAgreement mine;
+    for (std::size_t i = lane; i < count; i += 32) widen(mine, float_bits(values[begin + i]));
+    store_words(mine, lane, words + b * exact::kAgreementWords);
   }
 }
 
@@ -72,9 +134,21 @@ void launch_exact_agreement_words(const float* d_values, std::size_t n, std::int
   check_pointer(d_values, "launch_exact_agreement_words", "the values");
   check_pointer(d_words, "launch_exact_agreement_words", "the words");
   const std::size_t blocks = exact_block_count(n);
-  const unsigned grid = grid_for(agreement_kernel, (blocks + kWarpsPerBlock - 1) / kWarpsPerBlock);
-  agreement_kernel<<<grid, kThreads, 0, as_stream(cuda_stream)>>>(d_values, n, blocks, d_words);
-  RV_CUDA_CHECK_LAUNCH("agreement_kernel");
+  const auto stream = as_stream(cuda_stream);
+  const bool aligned = reinterpret_cast<std::uintptr_t>(d_values) % 16 == 0;
+  const std::size_t full_blocks = aligned ? n / exact::kBlock : 0;
+  if (full_blocks != 0) {
+    const unsigned grid = grid_for(agreement_full_blocks_kernel,
+                                   (full_blocks + kWarpsPerBlock - 1) / kWarpsPerBlock);
+    agreement_full_blocks_kernel<<<grid, kThreads, 0, stream>>>(d_values, full_blocks, d_words);
+    RV_CUDA_CHECK_LAUNCH("agreement_full_blocks_kernel");
+  }
+  if (full_blocks < blocks) {
+    const std::size_t rest = blocks - full_blocks;
+    const unsigned grid = grid_for(agreement_kernel, (rest + kWarpsPerBlock - 1) / kWarpsPerBlock);
+    agreement_kernel<<<grid, kThreads, 0, stream>>>(d_values, n, full_blocks, blocks, d_words);
+    RV_CUDA_CHECK_LAUNCH("agreement_kernel");
+  }
 }
 
 }  // namespace rv

@@ -74,8 +74,8 @@ void launch_exact_encode_with(const float* d_values, const ExactPlanView& plan,
 // How the one-limb mean divides |D| × 2^64 by W:
 //   kLongDivision: exact::round_one_limb's long division in 64-bit integer divisions (a
 //     software routine on the GPU);
-//   kReciprocal: the same long division with a reciprocal of W precomputed on the host (a
-//     multiply-high and a shift per digit): the same quotient and remainder;
+//   kReciprocal: one multiply-high by a reciprocal of W precomputed on the host, on the top
+//     53 bits of |D| (q keeps ≥ 33 bits and an exact sticky bit, as in exact::round_mean);
 //   kPowerOfTwo (W = 2^k only): no division: |D| / 2^k is exact, so the mean is the sum's
 //     rounding k bit positions lower, exact::round_one_limb(D, bottom − k, W, sum). Both
 //     are the correctly rounded value of the same real number |D| × 2^(bottom − k − 149).

@@ -26,29 +26,44 @@ using exact_kernel_detail::load_pair;
 using exact_kernel_detail::one_limb_slot;
 using exact_kernel_detail::store_pair;
 
-// exact::round_one_limb for a mean, with each 32-bit digit step of its long division done by
-// the reciprocal of W instead of a 64-bit division: the same quotient words and remainder
-// (every dividend is below W × 2^32 ≤ 2^52, inside the reciprocal's range), so the same
-// round_magnitude call and the same bits.
+// exact::round_one_limb for a mean, with one multiply-high instead of a division: as in
+// exact::round_mean, but from the top 53 bits T of |D| (the reciprocal's dividend range):
+// q = floor(T / W) ≥ 2^52 / 2^20 keeps at least 33 bits, more than the 24 kept plus the round
+// bit, and "T mod W ≠ 0 or a bit of |D| below T is set" is an exact sticky bit; so rounding
+// (q, sticky) rounds the true quotient |D| / W: the law's bits.
 __device__ __forceinline__ std::uint32_t round_one_limb_mean(std::int64_t d, int bottom,
                                                              const Reciprocal& w) {
   if (d == 0) return 0u;
   const std::uint32_t sign = d < 0 ? 0x80000000u : 0u;
   const std::uint64_t magnitude =
       d < 0 ? 0 - static_cast<std::uint64_t>(d) : static_cast<std::uint64_t>(d);
-  const std::uint64_t digits[4] = {magnitude >> 32, magnitude & 0xFFFFFFFFu, 0, 0};
-  std::uint64_t remainder = 0;
-  std::uint64_t out[4];
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const std::uint64_t cur = (remainder << 32) | digits[i];
-    out[i] = __umul64hi(cur, w.magic) >> w.shift;
-    remainder = cur - out[i] * w.divisor;
+  const int t = (64 - __clzll(static_cast<long long>(magnitude))) - 53;
+  std::uint64_t top;
+  bool below = false;
+  if (t <= 0) {
+    top = magnitude << (-t);
+  } else {
+    top = magnitude >> t;
+    below = (magnitude & ((std::uint64_t{1} << t) - 1)) != 0;
   }
-  exact::BigMagnitude<2> q{};
-  q.word[1] = (out[0] << 32) | out[1];
-  q.word[0] = (out[2] << 32) | out[3];
-  return sign | exact::round_magnitude(q, bottom - exact::kMeanShift, remainder != 0);
+  const std::uint64_t q = __umul64hi(top, w.magic) >> w.shift;
+  const bool sticky = below || top - q * w.divisor != 0;
+  return sign | exact::round_magnitude(exact::BigMagnitude<1>{{q}}, bottom + t, sticky);
+}
+
+// exact::round_one_limb for a sum, fast: (float)D is one correctly rounded conversion (RNE
+// to 24 bits), and scaling by 2^(bottom − 149) is exact in double and then in float while
+// the result is normal, so the bits are RNE24(D × 2^(bottom − 149)): the law's, including the
+// overflow to ±Inf (a 24-bit value ≥ 2^128 converts to Inf). Below 2^-126 the law rounds at
+// 2^-149 instead of at 24 bits; a fast result ≥ 2^-126 implies the exact value is
+// ≥ 2^-126 − 2^-151, where both give the same bits, so only fast results below 2^-126 (and
+// nonzero) take the law's own path.
+__device__ __forceinline__ std::uint32_t round_one_limb_sum(std::int64_t d, int bottom) {
+  const float f = __ll2float_rn(d);
+  const double scale = __longlong_as_double(static_cast<long long>(bottom - 149 + 1023) << 52);
+  const float scaled = __double2float_rn(static_cast<double>(f) * scale);
+  if (d == 0 || fabsf(scaled) >= 0x1p-126f) return float_bits(scaled);
+  return exact::round_one_limb(d, bottom, 1, false);
 }
 
 struct RoundArgs {
@@ -66,7 +81,9 @@ __device__ __forceinline__ std::uint32_t round_digit(std::int64_t d, int bottom,
     return round_one_limb_mean(d, bottom, a.reciprocal);
   } else if constexpr (kMean && kDivision == MeanDivision::kPowerOfTwo) {
     // |D| / 2^k × 2^(bottom − 149) = |D| × 2^(bottom − k − 149), exactly: the sum's rounding.
-    return exact::round_one_limb(d, bottom - a.log2_world, a.plan.world, false);
+    return round_one_limb_sum(d, bottom - a.log2_world);
+  } else if constexpr (!kMean) {
+    return round_one_limb_sum(d, bottom);
   } else {
     return exact::round_one_limb(d, bottom, a.plan.world, kMean);
   }

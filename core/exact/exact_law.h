@@ -33,8 +33,6 @@ inline constexpr int kMaxLimbs = 7;
 // The exact sum in two's complement 64-bit words: at most (kMaxLimbs − 1) × 43 + 63 + 1 or
 // (5 − 1) × 62 + 63 + 1 bits, under 6 words; one more keeps the top word a pure sign.
 inline constexpr int kSumWords = 7;
-// A mean quotient taken as floor(|S| × 2^kMeanShift / W) has at least 43 significant bits.
-inline constexpr int kMeanShift = 64;
 
 RV_HD int count_leading_zeros32(std::uint32_t v) {
 #if defined(__CUDA_ARCH__)
