@@ -1,6 +1,5 @@
 #include "core/transport/gloo/gloo_rendezvous.h"
 
-#include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/device.h>
 
@@ -11,14 +10,11 @@
 #include "core/deadline.h"
 #include "core/error.h"
 #include "core/transport/gloo/gloo_failure.h"
+#include "core/transport/gloo/pair_mesh.h"
 
 namespace rv {
 namespace gloo_detail {
 namespace {
-
-std::string arrival_key(std::uint32_t rank) {
-  return "reduce-verify/arrived/" + std::to_string(rank);
-}
 
 // Gloo writes to its sockets with writev(2), which raises SIGPIPE when the peer has gone:
 // a survivor of a killed rank would die of the signal instead of reporting the peer. The
@@ -64,6 +60,10 @@ void await_arrivals(const StoreHasKey& has_key, const GlooConnectOptions& option
 
 }  // namespace
 
+std::string arrival_key(std::uint32_t rank) {
+  return "reduce-verify/arrived/" + std::to_string(rank);
+}
+
 StoreHasKey has_key_by_short_wait(::gloo::rendezvous::Store& store) {
   return [&store](const std::string& key) {
     try {
@@ -92,8 +92,9 @@ std::shared_ptr<::gloo::Context> connect_full_mesh(::gloo::rendezvous::Store& st
     attr.hostname = options.hostname;
     device = ::gloo::transport::tcp::CreateDevice(attr);
   } catch (...) {
-    throw RuntimeFailure(label + ": cannot create a TCP device on '" + options.hostname +
-                         "': " + current_exception_text());
+    throw RuntimeFailure(
+        label + ": cannot create a TCP device on '" + options.hostname +
+        "' (--hostname must be an address or name of this host): " + current_exception_text());
   }
 
   try {
@@ -107,23 +108,9 @@ std::shared_ptr<::gloo::Context> connect_full_mesh(::gloo::rendezvous::Store& st
   }
   await_arrivals(has_key, options, label);
 
-  auto context = std::make_shared<::gloo::rendezvous::Context>(static_cast<int>(options.rank),
-                                                               static_cast<int>(options.world));
-  // Before connecting: Gloo hands this timeout to the pairs for their connect waits.
-  context->setTimeout(options.timeout);
-  const Deadline deadline(options.timeout);
-  try {
-    context->connectFullMesh(store, device);
-  } catch (...) {
-    const std::string text = current_exception_text();
-    if (deadline.passed() || text.find("timeout") != std::string::npos ||
-        text.find("Timed out") != std::string::npos) {
-      throw DeadlineExceeded(label + ": connecting the full mesh did not finish within " +
-                             format_duration(options.timeout) + ": " + text);
-    }
-    throw RuntimeFailure(label + ": connecting the full mesh failed: " + text);
-  }
-  return context;
+  // From here a fresh deadline: a rank that dies or freezes between arriving and connecting
+  // is named within it (pair_mesh.h).
+  return connect_pair_mesh(store, has_key, device, options, label);
 }
 
 }  // namespace gloo_detail

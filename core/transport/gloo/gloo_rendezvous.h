@@ -1,7 +1,7 @@
 // Rendezvous of one rank into a Gloo full mesh: every rank first announces its arrival in
-// the store and waits for all the others within the deadline (so a missing rank is named,
-// and Gloo's own waits, some of which have a fixed 30 s limit, only ever run when everyone
-// has come), then Gloo's connectFullMesh joins the TCP pairs.
+// the store and waits for all the others within the deadline (so a missing rank is named),
+// then, under a fresh deadline, the ranks exchange their pair addresses and connect the TCP
+// pairs (pair_mesh.h; not Gloo's connectFullMesh, whose waits have fixed limits).
 #pragma once
 
 #include <functional>
@@ -21,6 +21,9 @@ namespace gloo_detail {
 // blocking waits, and a FileStore's wait rounds its timeout up to whole seconds, so the
 // file store gets an exact check (see gloo_transport.cc).
 using StoreHasKey = std::function<bool(const std::string& key)>;
+
+// The store key under which rank r announces its arrival.
+std::string arrival_key(std::uint32_t rank);
 
 // A StoreHasKey for any store: a 1 ms wait.
 StoreHasKey has_key_by_short_wait(::gloo::rendezvous::Store& store);
