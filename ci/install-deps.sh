@@ -10,6 +10,7 @@ packages=(
   libmpfr-dev                                            # the exact contract's test oracle
   openmpi-bin                                            # the mpirun launcher test
   clang libclang-rt-14-dev                               # the libFuzzer targets
+  iproute2 nftables                                      # the network-namespace hosts (tests/netns)
 )
 missing=()
 for p in "${packages[@]}"; do
