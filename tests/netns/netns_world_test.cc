@@ -381,6 +381,8 @@ TEST_F(NetnsWorld, AnotherHostsAddressIsRefusedByTheRankGivenIt) {
             std::string::npos)
       << ranks[3]->err();
   EXPECT_LT(seconds_between(start, ranks[3]->ended_at()), 2.0);
+  std::printf("netns: a foreign --hostname: rank 3 ended %.2f s after the launch: %s",
+              seconds_between(start, ranks[3]->ended_at()), ranks[3]->err().c_str());
   // Timed from rank 3's exit: the others' arrival deadline runs from about then.
   expect_named_in_time(ranks, {0, 1, 2}, {3}, ranks[3]->ended_at(),
                        "rank 3's exit (a foreign --hostname)");
@@ -434,6 +436,8 @@ TEST_F(NetnsWorld, AddressThePeersCannotReachIsNamed) {
     EXPECT_NE(err.find("Network is unreachable"), std::string::npos) << err;
     EXPECT_NE(err.find("is that rank's --hostname an address"), std::string::npos) << err;
     EXPECT_LT(seconds_between(start, ranks[r]->ended_at()), 2.0) << err;
+    std::printf("netns: an unreachable --hostname: rank %d ended %.2f s after the launch: %s", r,
+                seconds_between(start, ranks[r]->ended_at()), err.c_str());
   }
   // Timed from the connection attempt that failed (rank 0's exit): rank 2's wait for the
   // connections that never come, and rank 3's for its lost peers, run from about then.
