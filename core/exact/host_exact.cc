@@ -5,15 +5,33 @@
 // Where an argument does not reach (a window wider than 51 bits, several limbs, special
 // words, a process whose floating-point state is not IEEE's default), the block is done by
 // the law.
+//
+// Every loop body is compiled twice: for the build's baseline (SSE2 on x86-64) and, on x86,
+// for AVX2 (8 int32 or 4 double lanes, and the int32 min/max SSE2 lacks), chosen at run time
+// by what the CPU offers. No intrinsics: the same C++ body, inlined into a function with
+// another target attribute. Both compute only exact operations and the one IEEE rounding
+// argued below, so both give the law's bits; the tests run each.
 #include "core/exact/host_exact.h"
 
 #include <algorithm>
 #include <cfloat>
 #include <cstring>
+#include <string>
 
+#include "core/error.h"
 #include "core/exact/exact_law.h"
 #include "core/exact/host_exact_law.h"
 #include "core/fold_law.h"
+
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#define RV_HOST_EXACT_AVX2 1
+#define RV_TARGET_AVX2 __attribute__((target("avx2")))
+#endif
+#if defined(__GNUC__) || defined(__clang__)
+#define RV_LOOP_BODY inline __attribute__((always_inline))
+#else
+#define RV_LOOP_BODY inline
+#endif
 
 namespace rv {
 namespace {
@@ -59,7 +77,7 @@ constexpr std::int32_t kNoPosition = 1024;
 //   −significand, a power of two of at most 2^23, which int → float converts exactly in any
 //   rounding mode; its biased exponent field is 127 + ctz.
 // A block with no finite nonzero value keeps m = 0: top and bottom complement −1, as the law.
-exact::AgreementWords agreement_of_block(const float* x, std::size_t count) {
+RV_LOOP_BODY exact::AgreementWords agreement_of_block_body(const float* x, std::size_t count) {
   std::int32_t largest = 0;
   std::int32_t lowest = kNoPosition;
   std::uint32_t special = 0;
@@ -101,7 +119,8 @@ exact::AgreementWords agreement_of_block(const float* x, std::size_t count) {
 // the caller checks). Non-finite values (special blocks only; the law's digit is 0) are
 // replaced by 0 first, and ±0 gives 0. A digit of 51 bits or more cannot be read back exactly:
 // then the block is reported (false) for the law to redo.
-bool encode_one_limb(const float* x, std::size_t count, int bottom, std::int64_t* out) {
+RV_LOOP_BODY bool encode_one_limb_body(const float* x, std::size_t count, int bottom,
+                                       std::int64_t* out) {
   const double scale = power_of_two(149 - bottom);
   std::uint64_t outside = 0;
   for (std::size_t i = 0; i < count; ++i) {
@@ -128,7 +147,8 @@ bool encode_one_limb(const float* x, std::size_t count, int bottom, std::int64_t
 // exact in double (51 bits scaled by 2^(−169 … 127)) and the double → float conversion rounds
 // it once, in exactly that way (IEEE's binary32 rounding, with its subnormals and overflow;
 // 0 gives +0). So y is the law's result.
-bool round_one_limb_scaled(const std::int64_t* in, std::size_t count, double factor, float* y) {
+RV_LOOP_BODY bool round_one_limb_scaled_body(const std::int64_t* in, std::size_t count,
+                                             double factor, float* y) {
   std::uint64_t outside = 0;
   for (std::size_t i = 0; i < count; ++i) {
     const auto d = static_cast<std::uint64_t>(in[i]);
@@ -152,7 +172,8 @@ bool round_one_limb_scaled(const std::int64_t* in, std::size_t count, double fac
 // - If g < v: g ≥ 2^(E − 24), so |p − Q| ≤ g 2^−29 < g / W (W ≤ 2^20).
 // So p is on Q's side of every point of G; and where Q is itself in G it has at most 25
 // significant bits, so p = Q. Q ≥ 2^128 gives p ≥ 2^128: both round to Inf.
-bool round_one_limb_divided(const std::int64_t* in, std::size_t count, double divisor, float* y) {
+RV_LOOP_BODY bool round_one_limb_divided_body(const std::int64_t* in, std::size_t count,
+                                              double divisor, float* y) {
   std::uint64_t outside = 0;
   for (std::size_t i = 0; i < count; ++i) {
     const auto d = static_cast<std::uint64_t>(in[i]);
@@ -160,6 +181,66 @@ bool round_one_limb_divided(const std::int64_t* in, std::size_t count, double di
     y[i] = static_cast<float>((double_from_bits(d + kMagicBits) - kMagic) / divisor);
   }
   return outside == 0;
+}
+
+// The loops of one instruction set.
+struct HostLoops {
+  exact::AgreementWords (*agreement_of_block)(const float* x, std::size_t count);
+  bool (*encode_one_limb)(const float* x, std::size_t count, int bottom, std::int64_t* out);
+  bool (*round_one_limb_scaled)(const std::int64_t* in, std::size_t count, double factor, float* y);
+  bool (*round_one_limb_divided)(const std::int64_t* in, std::size_t count, double divisor,
+                                 float* y);
+};
+
+exact::AgreementWords agreement_of_block_baseline(const float* x, std::size_t count) {
+  return agreement_of_block_body(x, count);
+}
+bool encode_one_limb_baseline(const float* x, std::size_t count, int bottom, std::int64_t* out) {
+  return encode_one_limb_body(x, count, bottom, out);
+}
+bool round_one_limb_scaled_baseline(const std::int64_t* in, std::size_t count, double factor,
+                                    float* y) {
+  return round_one_limb_scaled_body(in, count, factor, y);
+}
+bool round_one_limb_divided_baseline(const std::int64_t* in, std::size_t count, double divisor,
+                                     float* y) {
+  return round_one_limb_divided_body(in, count, divisor, y);
+}
+constexpr HostLoops kBaselineLoops{agreement_of_block_baseline, encode_one_limb_baseline,
+                                   round_one_limb_scaled_baseline, round_one_limb_divided_baseline};
+
+#if defined(RV_HOST_EXACT_AVX2)
+RV_TARGET_AVX2 exact::AgreementWords agreement_of_block_avx2(const float* x, std::size_t count) {
+  return agreement_of_block_body(x, count);
+}
+RV_TARGET_AVX2 bool encode_one_limb_avx2(const float* x, std::size_t count, int bottom,
+                                         std::int64_t* out) {
+  return encode_one_limb_body(x, count, bottom, out);
+}
+RV_TARGET_AVX2 bool round_one_limb_scaled_avx2(const std::int64_t* in, std::size_t count,
+                                               double factor, float* y) {
+  return round_one_limb_scaled_body(in, count, factor, y);
+}
+RV_TARGET_AVX2 bool round_one_limb_divided_avx2(const std::int64_t* in, std::size_t count,
+                                                double divisor, float* y) {
+  return round_one_limb_divided_body(in, count, divisor, y);
+}
+constexpr HostLoops kAvx2Loops{agreement_of_block_avx2, encode_one_limb_avx2,
+                               round_one_limb_scaled_avx2, round_one_limb_divided_avx2};
+#endif
+
+const HostLoops& loops_for(detail::HostIsa isa) {
+#if defined(RV_HOST_EXACT_AVX2)
+  if (isa == detail::HostIsa::kAvx2) return kAvx2Loops;
+#endif
+  return kBaselineLoops;
+}
+
+detail::HostIsa fastest_isa() {
+  static const detail::HostIsa isa = detail::host_isa_available(detail::HostIsa::kAvx2)
+                                         ? detail::HostIsa::kAvx2
+                                         : detail::HostIsa::kBaseline;
+  return isa;
 }
 
 int log2_if_power_of_two(std::uint32_t world) {
@@ -191,14 +272,30 @@ bool host_fp_state_is_ieee() {
 #endif
 }
 
-}  // namespace detail
+bool host_isa_available(HostIsa isa) {
+  if (isa == HostIsa::kBaseline) return true;
+#if defined(RV_HOST_EXACT_AVX2)
+  // Also checks that the OS saves the YMM registers (XCR0), as GCC's and Clang's runtimes do.
+  return __builtin_cpu_supports("avx2") != 0;
+#else
+  return false;
+#endif
+}
 
-void exact_agreement_words(const float* values, std::size_t n, std::int64_t* words) {
+void require_available(HostIsa isa, const char* function) {
+  if (!host_isa_available(isa)) {
+    throw InputError(std::string(function) + ": this CPU or build has no AVX2 loops");
+  }
+}
+
+void exact_agreement_words(const float* values, std::size_t n, std::int64_t* words, HostIsa isa) {
+  require_available(isa, "exact_agreement_words");
+  const HostLoops& loops = loops_for(isa);
   const std::size_t blocks = exact_block_count(n);
   for (std::size_t b = 0; b < blocks; ++b) {
     const std::size_t begin = b * exact::kBlock;
     const exact::AgreementWords agreed =
-        agreement_of_block(values + begin, std::min<std::size_t>(exact::kBlock, n - begin));
+        loops.agreement_of_block(values + begin, std::min<std::size_t>(exact::kBlock, n - begin));
     std::int64_t* w = words + b * exact::kAgreementWords;
     w[0] = agreed.top;
     w[1] = agreed.bottom_complement;
@@ -206,34 +303,34 @@ void exact_agreement_words(const float* values, std::size_t n, std::int64_t* wor
   }
 }
 
-void merge_agreement_words(std::int64_t* into, const std::int64_t* other, std::size_t words) {
-  for (std::size_t i = 0; i < words; ++i) into[i] = std::max(into[i], other[i]);
-}
-
-void exact_encode(const float* values, const ExactPlan& plan, std::int64_t* words) {
-  if (!detail::host_fp_state_is_ieee()) {
-    detail::exact_encode_by_law(values, plan, words);
+void exact_encode(const float* values, const ExactPlan& plan, std::int64_t* words, HostIsa isa) {
+  require_available(isa, "exact_encode");
+  if (!host_fp_state_is_ieee()) {
+    exact_encode_by_law(values, plan, words);
     return;
   }
+  const HostLoops& loops = loops_for(isa);
   for (std::size_t b = 0; b < plan.blocks.size(); ++b) {
     const ExactBlockSlot& slot = plan.blocks[b];
     const std::size_t count = plan.block_count(b);
     const float* x = values + b * exact::kBlock;
     std::int64_t* out = words + slot.offset;
-    if (slot.limbs == 1 && encode_one_limb(x, count, slot.bottom, out)) {
-      if (slot.special) detail::encode_special_words_by_law(x, count, slot, out);
+    if (slot.limbs == 1 && loops.encode_one_limb(x, count, slot.bottom, out)) {
+      if (slot.special) encode_special_words_by_law(x, count, slot, out);
     } else {
-      detail::encode_block_by_law(x, count, slot, plan.limb_bits, out);
+      encode_block_by_law(x, count, slot, plan.limb_bits, out);
     }
   }
 }
 
-void exact_round(const std::int64_t* sums, const ExactPlan& plan, Op op, float* out) {
+void exact_round(const std::int64_t* sums, const ExactPlan& plan, Op op, float* out, HostIsa isa) {
+  require_available(isa, "exact_round");
   const bool mean = op == Op::kMean;
-  if (!detail::host_fp_state_is_ieee()) {
-    detail::exact_round_by_law(sums, plan, op, out);
+  if (!host_fp_state_is_ieee()) {
+    exact_round_by_law(sums, plan, op, out);
     return;
   }
+  const HostLoops& loops = loops_for(isa);
   const int log2_world = log2_if_power_of_two(plan.world);
   const bool divided = mean && log2_world < 0;
   const int shift = mean ? log2_world : 0;  // the mean of 2^k ranks: k positions lower
@@ -247,14 +344,32 @@ void exact_round(const std::int64_t* sums, const ExactPlan& plan, Op op, float* 
       continue;
     }
     if (slot.special == 0 && slot.limbs == 1) {
-      const bool done =
-          divided
-              ? round_one_limb_divided(in, count, plan.world * power_of_two(149 - slot.bottom), y)
-              : round_one_limb_scaled(in, count, power_of_two(slot.bottom - 149 - shift), y);
+      const bool done = divided ? loops.round_one_limb_divided(
+                                      in, count, plan.world * power_of_two(149 - slot.bottom), y)
+                                : loops.round_one_limb_scaled(
+                                      in, count, power_of_two(slot.bottom - 149 - shift), y);
       if (done) continue;
     }
-    detail::round_block_by_law(in, count, slot, plan.limb_bits, plan.world, mean, y);
+    round_block_by_law(in, count, slot, plan.limb_bits, plan.world, mean, y);
   }
+}
+
+}  // namespace detail
+
+void exact_agreement_words(const float* values, std::size_t n, std::int64_t* words) {
+  detail::exact_agreement_words(values, n, words, fastest_isa());
+}
+
+void merge_agreement_words(std::int64_t* into, const std::int64_t* other, std::size_t words) {
+  for (std::size_t i = 0; i < words; ++i) into[i] = std::max(into[i], other[i]);
+}
+
+void exact_encode(const float* values, const ExactPlan& plan, std::int64_t* words) {
+  detail::exact_encode(values, plan, words, fastest_isa());
+}
+
+void exact_round(const std::int64_t* sums, const ExactPlan& plan, Op op, float* out) {
+  detail::exact_round(sums, plan, op, out, fastest_isa());
 }
 
 }  // namespace rv

@@ -34,6 +34,15 @@ namespace detail {
 // Whether this thread's floating-point state is IEEE's default (round-to-nearest-even,
 // subnormal results kept, subnormal inputs read as they are), probed.
 bool host_fp_state_is_ieee();
+
+// The instruction sets the fast loops are compiled for: the build's baseline (SSE2 on
+// x86-64), and AVX2 on x86. The functions above use the fastest one the CPU has; these take
+// it as an argument (so the tests hold each to the law). An unavailable one is an InputError.
+enum class HostIsa : std::uint8_t { kBaseline, kAvx2 };
+bool host_isa_available(HostIsa isa);
+void exact_agreement_words(const float* values, std::size_t n, std::int64_t* words, HostIsa isa);
+void exact_encode(const float* values, const ExactPlan& plan, std::int64_t* words, HostIsa isa);
+void exact_round(const std::int64_t* sums, const ExactPlan& plan, Op op, float* out, HostIsa isa);
 }  // namespace detail
 
 }  // namespace rv

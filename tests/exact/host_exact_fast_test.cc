@@ -1,5 +1,6 @@
-// host_exact.h's fast paths against the element laws applied one element at a time
-// (host_exact_law.h), bit for bit: every distribution and world, hand-made windows on both
+// host_exact.h's fast paths, compiled for each instruction set this CPU has (the baseline and
+// AVX2), against the element laws applied one element at a time (host_exact_law.h), bit for
+// bit: every distribution and world, hand-made windows on both
 // sides of the fast paths' 51-bit limit, adversarial sums (subnormal results, ties, the
 // overflow threshold 2^128 − 2^103, |D| near 2^63 at W = 2^20, mean ties for odd W), both
 // ops, and a process whose floating-point state is not IEEE's default (the fast paths must
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "core/arena.h"
+#include "core/error.h"
 #include "core/exact/exact_law.h"
 #include "core/exact/host_exact_law.h"
 #include "core/fold_law.h"
@@ -31,6 +33,18 @@ namespace rv {
 namespace {
 
 using Arenas = std::vector<std::vector<float>>;
+using detail::HostIsa;
+
+// Every instruction set the fast loops are compiled for that this CPU runs.
+std::vector<HostIsa> isas() {
+  std::vector<HostIsa> out;
+  for (HostIsa isa : {HostIsa::kBaseline, HostIsa::kAvx2}) {
+    if (detail::host_isa_available(isa)) out.push_back(isa);
+  }
+  return out;
+}
+
+const char* name_of(HostIsa isa) { return isa == HostIsa::kAvx2 ? "avx2" : "baseline"; }
 
 // The first element where two word arrays differ, or "" when they are equal.
 std::string first_difference(const std::vector<std::int64_t>& fast,
@@ -58,16 +72,26 @@ std::string first_difference(const std::vector<float>& fast, const std::vector<f
   return "";
 }
 
-std::vector<std::int64_t> agreement_fast(const std::vector<float>& x) {
-  std::vector<std::int64_t> words(exact_block_count(x.size()) * exact::kAgreementWords);
-  exact_agreement_words(x.data(), x.size(), words.data());
-  return words;
-}
-
 std::vector<std::int64_t> agreement_law(const std::vector<float>& x) {
   std::vector<std::int64_t> words(exact_block_count(x.size()) * exact::kAgreementWords);
   detail::exact_agreement_words_by_law(x.data(), x.size(), words.data());
   return words;
+}
+
+std::vector<std::int64_t> agreement_fast(const std::vector<float>& x, HostIsa isa) {
+  std::vector<std::int64_t> words(exact_block_count(x.size()) * exact::kAgreementWords);
+  detail::exact_agreement_words(x.data(), x.size(), words.data(), isa);
+  return words;
+}
+
+// "" when every instruction set's agreement words equal the law's.
+std::string agreement_difference(const std::vector<float>& x) {
+  const std::vector<std::int64_t> law = agreement_law(x);
+  for (HostIsa isa : isas()) {
+    const std::string difference = first_difference(agreement_fast(x, isa), law);
+    if (!difference.empty()) return std::string(name_of(isa)) + ": " + difference;
+  }
+  return "";
 }
 
 // The plan every rank derives from the law's agreement words, max-combined.
@@ -86,23 +110,28 @@ ExactPlan agreed_plan(const Arenas& arenas, std::uint32_t world) {
 void expect_fast_equals_law(const Arenas& arenas, std::uint32_t world, const std::string& what) {
   SCOPED_TRACE(what + " W=" + std::to_string(world));
   const std::size_t n = arenas[0].size();
-  for (const auto& arena : arenas) {
-    ASSERT_EQ(first_difference(agreement_fast(arena), agreement_law(arena)), "") << "agreement";
-  }
+  for (const auto& arena : arenas) ASSERT_EQ(agreement_difference(arena), "") << "agreement";
   const ExactPlan plan = agreed_plan(arenas, world);
   std::vector<std::int64_t> sums(plan.words, 0);
   for (const auto& arena : arenas) {
-    std::vector<std::int64_t> fast(plan.words, 7), law(plan.words, 7);
-    exact_encode(arena.data(), plan, fast.data());
+    std::vector<std::int64_t> law(plan.words, 7);
     detail::exact_encode_by_law(arena.data(), plan, law.data());
-    ASSERT_EQ(first_difference(fast, law), "") << "encode";
+    for (HostIsa isa : isas()) {
+      std::vector<std::int64_t> fast(plan.words, 7);
+      detail::exact_encode(arena.data(), plan, fast.data(), isa);
+      ASSERT_EQ(first_difference(fast, law), "") << "encode, " << name_of(isa);
+    }
     for (std::size_t i = 0; i < sums.size(); ++i) sums[i] += law[i];
   }
   for (Op op : {Op::kSum, Op::kMean}) {
-    std::vector<float> fast(n, 1.0f), law(n, 2.0f);
-    exact_round(sums.data(), plan, op, fast.data());
+    std::vector<float> law(n, 2.0f);
     detail::exact_round_by_law(sums.data(), plan, op, law.data());
-    ASSERT_EQ(first_difference(fast, law), "") << "round, op " << to_string(op);
+    for (HostIsa isa : isas()) {
+      std::vector<float> fast(n, 1.0f);
+      detail::exact_round(sums.data(), plan, op, fast.data(), isa);
+      ASSERT_EQ(first_difference(fast, law), "")
+          << "round, op " << to_string(op) << ", " << name_of(isa);
+    }
   }
 }
 
@@ -114,6 +143,14 @@ Arenas make_arenas(std::uint32_t w, std::size_t n, Distribution dist, std::uint6
 
 TEST(HostExactFast, EveryDistributionAndWorld) {
   ASSERT_TRUE(detail::host_fp_state_is_ieee()) << "the tests need the IEEE default state";
+  // The public functions use one of the instruction sets tested here.
+  const Arenas arenas = make_arenas(3, 5000, Distribution::kNormal, 1);
+  const ExactPlan plan = agreed_plan(arenas, 3);
+  std::vector<std::int64_t> fast(plan.words), law(plan.words);
+  exact_encode(arenas[0].data(), plan, fast.data());
+  detail::exact_encode_by_law(arenas[0].data(), plan, law.data());
+  EXPECT_EQ(first_difference(fast, law), "");
+
   for (Distribution dist : {Distribution::kNormal, Distribution::kWide, Distribution::kCancel,
                             Distribution::kExact, Distribution::kSpecial}) {
     for (std::uint32_t w : {1u, 2u, 3u, 4u, 5u, 7u, 8u, 64u}) {
@@ -171,9 +208,7 @@ TEST(HostExactFast, AgreementOfAnyBitPattern) {
     }
   }
   for (float v : singles) {
-    const std::vector<float> one{v};
-    ASSERT_EQ(first_difference(agreement_fast(one), agreement_law(one)), "")
-        << "bits 0x" << std::hex << float_bits(v);
+    ASSERT_EQ(agreement_difference({v}), "") << "bits 0x" << std::hex << float_bits(v);
   }
   std::mt19937_64 rng(9);
   for (int trial = 0; trial < 400; ++trial) {
@@ -188,14 +223,14 @@ TEST(HostExactFast, AgreementOfAnyBitPattern) {
       if (kind == 3 && rng() % 64 != 0) bits &= 0x80000000u;
       v = float_from_bits(bits);
     }
-    ASSERT_EQ(first_difference(agreement_fast(x), agreement_law(x)), "") << "trial " << trial;
+    ASSERT_EQ(agreement_difference(x), "") << "trial " << trial;
   }
   // Every 251st bit pattern, in blocks.
   std::vector<float> sweep;
   for (std::uint64_t bits = 0; bits < (std::uint64_t{1} << 32); bits += 251) {
     sweep.push_back(float_from_bits(static_cast<std::uint32_t>(bits)));
   }
-  ASSERT_EQ(first_difference(agreement_fast(sweep), agreement_law(sweep)), "");
+  ASSERT_EQ(agreement_difference(sweep), "");
 }
 
 // A plan of one-limb blocks without specials, one block per bottom (the last one holding
@@ -218,11 +253,14 @@ ExactPlan one_limb_plan(std::uint32_t world, const std::vector<int>& bottoms,
 void expect_round_equals_law(const std::vector<std::int64_t>& sums, const ExactPlan& plan,
                              const std::string& what) {
   for (Op op : {Op::kSum, Op::kMean}) {
-    std::vector<float> fast(plan.count, 1.0f), law(plan.count, 2.0f);
-    exact_round(sums.data(), plan, op, fast.data());
+    std::vector<float> law(plan.count, 2.0f);
     detail::exact_round_by_law(sums.data(), plan, op, law.data());
-    ASSERT_EQ(first_difference(fast, law), "")
-        << what << " W=" << plan.world << " op " << to_string(op);
+    for (HostIsa isa : isas()) {
+      std::vector<float> fast(plan.count, 1.0f);
+      detail::exact_round(sums.data(), plan, op, fast.data(), isa);
+      ASSERT_EQ(first_difference(fast, law), "")
+          << what << " W=" << plan.world << " op " << to_string(op) << ", " << name_of(isa);
+    }
   }
 }
 
@@ -404,17 +442,23 @@ void expect_law_bits_in_this_state(const char* state) {
   const ExactPlan plan = agreed_plan(arenas, 3);
   std::vector<std::int64_t> sums(plan.words, 0);
   for (const auto& arena : arenas) {
-    std::vector<std::int64_t> fast(plan.words), law(plan.words);
-    exact_encode(arena.data(), plan, fast.data());
+    std::vector<std::int64_t> law(plan.words);
     detail::exact_encode_by_law(arena.data(), plan, law.data());
-    ASSERT_EQ(first_difference(fast, law), "");
+    for (HostIsa isa : isas()) {
+      std::vector<std::int64_t> fast(plan.words);
+      detail::exact_encode(arena.data(), plan, fast.data(), isa);
+      ASSERT_EQ(first_difference(fast, law), "") << name_of(isa);
+    }
     for (std::size_t i = 0; i < sums.size(); ++i) sums[i] += law[i];
   }
   for (Op op : {Op::kSum, Op::kMean}) {
-    std::vector<float> fast(plan.count), law(plan.count);
-    exact_round(sums.data(), plan, op, fast.data());
+    std::vector<float> law(plan.count);
     detail::exact_round_by_law(sums.data(), plan, op, law.data());
-    ASSERT_EQ(first_difference(fast, law), "") << to_string(op);
+    for (HostIsa isa : isas()) {
+      std::vector<float> fast(plan.count);
+      detail::exact_round(sums.data(), plan, op, fast.data(), isa);
+      ASSERT_EQ(first_difference(fast, law), "") << to_string(op) << ", " << name_of(isa);
+    }
   }
 }
 
@@ -449,6 +493,13 @@ TEST(HostExactFast, FlushToZeroAndDenormalsAreZeroGiveTheLawsBits) {
   EXPECT_TRUE(detail::host_fp_state_is_ieee());
 }
 #endif
+
+TEST(HostExactFast, AnInstructionSetTheCpuLacksIsRefused) {
+  if (detail::host_isa_available(HostIsa::kAvx2)) GTEST_SKIP() << "this CPU has every one";
+  float x = 1.0f;
+  std::int64_t words[exact::kAgreementWords];
+  EXPECT_THROW(detail::exact_agreement_words(&x, 1, words, HostIsa::kAvx2), InputError);
+}
 
 }  // namespace
 }  // namespace rv
