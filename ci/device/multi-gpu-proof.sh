@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Issue 5 in one device call, on a machine with two or more GPUs (nvidia-h200-x2/-x4/-x8),
 # from the bundle ci/device/build-bundle.sh stages in build-device/:
-#   1. run --transport nccl over the committed suite, every W from 2 to the GPU count, both
-#      contracts, under each NCCL library; `compare` each report with the committed CPU one
-#   2. invariance: the fixed-order digests must not change with the GPU order reversed, or
-#      NCCL_ALGO=Ring|Tree, or NCCL_PROTO=Simple|LL (library-sum may: compare lists which)
+#   1. run --transport nccl over the committed suite, every W from 2 to the GPU count, all
+#      three contracts (exact through ncclAllReduce ncclInt64), under each NCCL library;
+#      `compare` each report with the committed CPU one (fixed-order and exact must agree)
+#   2. invariance: the fixed-order and exact digests must not change with the GPU order
+#      reversed, or NCCL_ALGO=Ring|Tree, or NCCL_PROTO=Simple|LL (library-sum may: compare
+#      lists which)
 #   3. a fault: SIGKILL one rank mid-reduction; the world must end (exit 3) within the
 #      deadline + 2 s with no rank process left
 #   4. the NCCL benchmark (fixed-order vs ncclAllReduce) at W = 2 and W = the GPU count
