@@ -24,6 +24,16 @@ void agree_across_ranks(Transport& transport, const std::string& what) {
   const auto mine = AgreementRecord::of(what).encode();
   std::vector<unsigned char> all(world * AgreementRecord::kBytes);
   transport.all_gather(mine.data(), all.data(), AgreementRecord::kBytes);
+  // A record no rank could have encoded was changed on the way: the transport is at fault,
+  // not the ranks' inputs.
+  for (std::uint32_t r = 0; r < world; ++r) {
+    if (!AgreementRecord::intact(&all[r * AgreementRecord::kBytes])) {
+      throw RuntimeFailure("rank " + std::to_string(transport.rank()) +
+                           ": the agreement record from rank " + std::to_string(r) +
+                           " arrived corrupted (its bytes are no encoded record): " +
+                           transport.name() + " delivered wrong bytes");
+    }
+  }
 
   // Group the ranks by record, in order of first appearance (rank 0's group first).
   std::vector<AgreementRecord> distinct;

@@ -13,8 +13,9 @@ namespace rv {
 // Collective. Returns when every rank passed the same `what`; otherwise throws InputError on
 // every rank (they all see the same records, so they all throw the same message) naming who
 // has what, e.g. "ranks disagree before moving any bytes: ranks 0, 1 have
-// contract=...,n=1000 but rank 2 has contract=...,n=999". Transport failures propagate
-// (RuntimeFailure, DeadlineExceeded naming the peer).
+// contract=...,n=1000 but rank 2 has contract=...,n=999". A record that arrives corrupted
+// (AgreementRecord::intact) is a RuntimeFailure naming its rank: the transport changed it.
+// Transport failures propagate (RuntimeFailure, DeadlineExceeded naming the peer).
 void agree_across_ranks(Transport& transport, const std::string& what);
 
 }  // namespace rv

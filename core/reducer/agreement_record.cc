@@ -55,6 +55,16 @@ AgreementRecord AgreementRecord::decode(const unsigned char* bytes) {
   return record;
 }
 
+bool AgreementRecord::intact(const unsigned char* bytes) {
+  const std::uint64_t length = get_le64(bytes + 8);
+  const std::size_t stored = static_cast<std::size_t>(std::min<std::uint64_t>(length, kPrefix));
+  if (!std::all_of(bytes + 16 + stored, bytes + kBytes, [](unsigned char b) { return b == 0; })) {
+    return false;
+  }
+  return length > kPrefix ||
+         fnv1a64(std::string(reinterpret_cast<const char*>(bytes + 16), stored)) == get_le64(bytes);
+}
+
 std::string AgreementRecord::display() const {
   std::string shown;
   for (char c : prefix) shown.push_back(c >= 0x20 && c < 0x7f ? c : '?');

@@ -21,6 +21,11 @@ struct AgreementRecord {
   static AgreementRecord of(const std::string& text);
   std::array<unsigned char, kBytes> encode() const;
   static AgreementRecord decode(const unsigned char* bytes);
+  // Whether kBytes bytes could be an encode() at all: the padding past the text is zero and,
+  // where the whole text fits the prefix, the hash is its hash. A record that is not intact
+  // arrived corrupted (the transport changed it); one that is may still be another rank's
+  // text.
+  static bool intact(const unsigned char* bytes);
 
   bool operator==(const AgreementRecord& other) const {
     return hash == other.hash && length == other.length && prefix == other.prefix;

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
+
 #include "core/error.h"
 #include "core/reducer/agreement_record.h"
 #include "tests/thread_world/world_transport.h"
@@ -88,6 +90,23 @@ TEST(AgreementRecord, RoundTripsThroughItsFixedSizeEncoding) {
     EXPECT_EQ(record.length, text.size());
   }
   EXPECT_NE(AgreementRecord::of("a"), AgreementRecord::of("b"));
+}
+
+// A record changed on the way (a flipped bit in its hash, text or padding; zeros where it
+// never landed) is no encoded record; a long text's hash cannot be checked, its padding-free
+// prefix can only be compared.
+TEST(AgreementRecord, BytesChangedOnTheWayAreNotIntact) {
+  for (const std::string& text : {std::string(), kCase, std::string(1000, 'y')}) {
+    EXPECT_TRUE(AgreementRecord::intact(AgreementRecord::of(text).encode().data())) << text;
+  }
+  auto bytes = AgreementRecord::of(kCase).encode();
+  for (std::size_t at : {std::size_t{3}, std::size_t{20}, AgreementRecord::kBytes - 1}) {
+    auto changed = bytes;
+    changed[at] ^= 0x40;
+    EXPECT_FALSE(AgreementRecord::intact(changed.data())) << "byte " << at;
+  }
+  const std::array<unsigned char, AgreementRecord::kBytes> zeros{};
+  EXPECT_FALSE(AgreementRecord::intact(zeros.data()));
 }
 
 }  // namespace
