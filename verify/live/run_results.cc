@@ -1,7 +1,9 @@
 #include "verify/live/run_results.h"
 
 #include <algorithm>
+#include <iomanip>
 #include <limits>
+#include <sstream>
 
 #include "core/error.h"
 #include "core/fold_law.h"
@@ -52,6 +54,43 @@ CaseResult skipped_result(const CaseId& data_case, Contract contract, std::strin
   return result;
 }
 
+bool must_equal_golden(const CaseId& data_case, Contract contract) {
+  return contract != Contract::kLibrarySum || data_case.dist == Distribution::kExact ||
+         data_case.world <= 2;
+}
+
+namespace {
+
+std::string hex_bits(std::uint32_t bits) {
+  static const char* digits = "0123456789abcdef";
+  std::string text = "0x";
+  for (int shift = 28; shift >= 0; shift -= 4) text += digits[(bits >> shift) & 0xF];
+  return text;
+}
+
+// "; rank 2 iteration 1: element 1234 is 0x..., the golden's 0x..." for every rank that
+// named where its result left the golden.
+std::string first_differences_text(const std::vector<const RankRecord*>& records) {
+  std::string text;
+  for (std::size_t r = 0; r < records.size(); ++r) {
+    if (records[r] == nullptr || !records[r]->first_difference) continue;
+    const FirstDifference& d = *records[r]->first_difference;
+    text += "; rank " + std::to_string(r) + " iteration " + std::to_string(d.iteration) +
+            ": element " + std::to_string(d.element) + " is " + hex_bits(d.bits);
+    if (d.bound) {
+      std::ostringstream bound;
+      bound << std::setprecision(3) << *d.bound;
+      text += ", fixed-order's " + hex_bits(d.golden_bits) + " (any association stays within " +
+              bound.str() + " of it)";
+    } else {
+      text += ", the golden's " + hex_bits(d.golden_bits);
+    }
+  }
+  return text;
+}
+
+}  // namespace
+
 CaseResult decide_verdict(const CaseId& data_case, Contract contract, const Digest& expected,
                           const std::vector<const RankRecord*>& records) {
   CaseResult result;
@@ -100,7 +139,7 @@ CaseResult decide_verdict(const CaseId& data_case, Contract contract, const Dige
   }
   if (!problems.empty()) {
     result.verdict = Verdict::kFailed;
-    result.detail = problems;
+    result.detail = problems + first_differences_text(records);
     return result;
   }
   const Digest& digest = result.rank_digests[0];
@@ -108,15 +147,18 @@ CaseResult decide_verdict(const CaseId& data_case, Contract contract, const Dige
     result.verdict = Verdict::kOk;
     return result;
   }
-  const bool must_match =
-      contract != Contract::kLibrarySum || data_case.dist == Distribution::kExact || world <= 2;
-  if (must_match) {
+  if (must_equal_golden(data_case, contract)) {
     result.verdict = Verdict::kFailed;
     result.detail = "digest " + digest.hex() + " differs from the golden " + expected.hex();
     if (contract == Contract::kLibrarySum) {
       result.detail += world <= 2 ? " (W <= 2: one commutative addition must match)"
                                   : " (exact data: every association is exact and must match)";
     }
+  } else if (records[0] != nullptr && records[0]->first_difference &&
+             records[0]->first_difference->bound) {
+    // No reassociation lands that far: the library returned a wrong sum (library_sum_check.h).
+    result.verdict = Verdict::kFailed;
+    result.detail = "differs from fixed-order by more than any association of the addends can";
   } else {
     result.verdict = Verdict::kDiffers;
     result.detail = "differs from fixed-order";
@@ -125,6 +167,7 @@ CaseResult decide_verdict(const CaseId& data_case, Contract contract, const Dige
     result.detail += ": " + std::to_string(*result.differing_elements) + " elements differ, max " +
                      std::to_string(result.max_ulp.value_or(0)) + " ulp";
   }
+  if (result.verdict == Verdict::kFailed) result.detail += first_differences_text(records);
   return result;
 }
 
@@ -139,6 +182,14 @@ nlohmann::json to_json(const RankReport& report) {
     if (record.differing_elements) item["differing_elements"] = *record.differing_elements;
     if (record.max_ulp) item["max_ulp"] = *record.max_ulp;
     if (record.vs_exact) item["vs_exact"] = to_json(*record.vs_exact);
+    if (record.first_difference) {
+      const FirstDifference& d = *record.first_difference;
+      item["first_difference"] = {{"iteration", d.iteration},
+                                  {"element", d.element},
+                                  {"bits", d.bits},
+                                  {"golden_bits", d.golden_bits}};
+      if (d.bound) item["first_difference"]["bound"] = *d.bound;
+    }
     records.push_back(item);
   }
   return {{"rank", report.rank}, {"world", report.world}, {"records", records}};
@@ -163,6 +214,14 @@ RankReport rank_report_from_json(const nlohmann::json& json) {
       }
       if (item.contains("max_ulp")) record.max_ulp = item["max_ulp"].get<std::uint32_t>();
       if (item.contains("vs_exact")) record.vs_exact = error_vs_exact_from_json(item["vs_exact"]);
+      if (item.contains("first_difference")) {
+        const auto& d = item["first_difference"];
+        record.first_difference =
+            FirstDifference{d.at("iteration").get<std::uint32_t>(),
+                            d.at("element").get<std::uint64_t>(), d.at("bits").get<std::uint32_t>(),
+                            d.at("golden_bits").get<std::uint32_t>(), std::nullopt};
+        if (d.contains("bound")) record.first_difference->bound = d["bound"].get<double>();
+      }
       report.records.push_back(std::move(record));
     }
     return report;

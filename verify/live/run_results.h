@@ -16,6 +16,18 @@
 
 namespace rv {
 
+// Where a rank's result first left its golden: the iteration (1-based), the element and both
+// binary32 bit patterns. For a library-sum result held to the association bound
+// (library_sum_check.h), `bound` is the largest distance from fixed-order's value any
+// association allows.
+struct FirstDifference {
+  std::uint32_t iteration = 0;
+  std::uint64_t element = 0;
+  std::uint32_t bits = 0;
+  std::uint32_t golden_bits = 0;
+  std::optional<double> bound;
+};
+
 // What one rank saw for one (case, contract): the digest after every iteration, and for
 // rank 0 of a library-sum run the element-wise comparison with the fixed-order reference.
 struct RankRecord {
@@ -25,6 +37,9 @@ struct RankRecord {
   std::optional<std::uint64_t> differing_elements;  // vs the reference fold
   std::optional<std::uint32_t> max_ulp;
   std::optional<ErrorVsExact> vs_exact;  // run --accuracy, rank 0, contracts other than exact
+  // Set where the result must equal the golden (must_equal_golden) and did not, and on rank 0
+  // where a library-sum result lies further from fixed-order's than any association can.
+  std::optional<FirstDifference> first_difference;
 };
 
 struct RankReport {
@@ -47,6 +62,10 @@ struct CaseResult {
   std::optional<std::uint32_t> max_ulp;
   std::optional<ErrorVsExact> vs_exact;
 };
+
+// Whether a result of `contract` on this data must equal its golden bit for bit: fixed-order
+// and exact always; library-sum where every association is exact (`exact` data) or W <= 2.
+bool must_equal_golden(const CaseId& data_case, Contract contract);
 
 // docs/DESIGN.md §2: fixed-order and exact must equal their goldens on every rank; library-sum
 // must equal fixed-order's where every association is exact or W ≤ 2 and is otherwise
