@@ -22,6 +22,7 @@ import ctypes
 import json
 import os
 import pathlib
+import threading
 
 import torch
 
@@ -53,6 +54,9 @@ class Recorder:
         self.steps = frozenset(int(s) for s in steps)
         self.writer_rank = writer_rank
         self.entries = []  # the manifest's entries (the writer's)
+        # The hooks' completion callbacks run on the process group's threads, several buckets
+        # at once (Gloo keeps two): one capture at a time keeps the manifest whole.
+        self._lock = threading.Lock()
         self.local = []    # this rank's own digests, on every rank
 
     def wants(self, step):
@@ -61,8 +65,12 @@ class Recorder:
     def manifest_path(self):
         return self.directory / "manifest.json"
 
-    def capture(self, *, step, bucket, rank, world, op, contract, inputs, own_input_digest,
-                result):
+    def capture(self, **record):
+        with self._lock:
+            self._capture(**record)
+
+    def _capture(self, *, step, bucket, rank, world, op, contract, inputs, own_input_digest,
+                 result):
         result_digest = digest(result)
         self.local.append({"step": step, "bucket": bucket, "rank": rank,
                            "input_digest": own_input_digest, "result_digest": result_digest})
