@@ -1,0 +1,27 @@
+// The CUDA entry points of a library built without CUDA (no nvcc, or RV_WITH_CUDA=OFF): the
+// same symbols, so a caller links either build, answering RV_UNSUPPORTED with a message that
+// says why.
+#include "capi/last_error.h"
+#include "capi/reduce_verify_c.h"
+
+namespace {
+
+[[noreturn]] void unsupported() {
+  throw rv::capi::Unsupported(
+      "this libreduce_verify_c.so was built without CUDA (no CUDA compiler, or "
+      "-DRV_WITH_CUDA=OFF): rebuild it on a machine with /usr/local/cuda to reduce GPU tensors");
+}
+
+}  // namespace
+
+extern "C" rv_status rv_cuda_fold_stacked(int, const float*, uint32_t, size_t, size_t, int, float*,
+                                          void*) {
+  return rv::capi::guarded("rv_cuda_fold_stacked", [] { unsupported(); });
+}
+
+extern "C" rv_status rv_cuda_exact_reduce_stacked(int, const float*, uint32_t, size_t, size_t, int,
+                                                  float*, void*) {
+  return rv::capi::guarded("rv_cuda_exact_reduce_stacked", [] { unsupported(); });
+}
+
+extern "C" rv_status rv_cuda_release_workspaces(void) { return RV_OK; }

@@ -1,0 +1,18 @@
+// The digest of the C ABI: verify/golden/digest.h's, so the Python package prints what
+// `reduce-verify digest` prints for the same bytes.
+#include <cstring>
+#include <string>
+
+#include "capi/last_error.h"
+#include "capi/reduce_verify_c.h"
+#include "verify/golden/digest.h"
+
+extern "C" rv_status rv_digest_floats(const float* values, size_t count, char* hex_out) {
+  return rv::capi::guarded("rv_digest_floats", [&] {
+    if (hex_out == nullptr) throw rv::InputError("hex_out is a null pointer");
+    if (values == nullptr && count != 0) throw rv::InputError("values is a null pointer");
+    const float none = 0.0f;  // XXH3 of zero bytes still wants a readable address
+    const std::string hex = rv::digest_floats(count ? values : &none, count).hex();
+    std::memcpy(hex_out, hex.c_str(), hex.size() + 1);  // 32 digits and the NUL
+  });
+}
