@@ -10,6 +10,7 @@ packages=(
   libmpfr-dev                                            # the exact contract's test oracle
   openmpi-bin                                            # the mpirun launcher test
   clang libclang-rt-14-dev                               # the libFuzzer targets
+  python3-torch python3-pip python3-setuptools python3-wheel  # the Python package and its tests
   iproute2 nftables                                      # the network-namespace hosts (tests/netns)
 )
 missing=()
