@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The PyTorch hooks on one GPU (issue 11), in one device call: python/bench/ddp_hook_overhead.py
+# with the device's own python3 and torch 2.x, over a libreduce_verify_c.so built with CUDA on
+# the build machine and carried along. It writes $OUT/ddp-hook-overhead.json and a log.
+#   on the build machine:  BUILD_DIR=build-python ./ci/build.sh -DCMAKE_CUDA_ARCHITECTURES=90
+#                          (or: cmake --build build-python --target reduce_verify_c reduce-verify)
+#   device call:           run(command="bash ci/device/run-ddp-hook-bench.sh",
+#                              carry=["build-python/capi/libreduce_verify_c.so",
+#                                     "build-python/verify/reduce-verify"])
+#   LIB, TOOL    override the library and the CLI (default: build-python's, else build/'s)
+#   extra arguments go to the Python script (e.g. --batches 1024 --rounds 3)
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+out=${OUT:-/tmp/rv-ddp-bench-out}
+mkdir -p "$out"
+# NVLink multicast stays off on these shared hosts (KINDS.md), here and in every child.
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
+
+first_of() { for path in "$@"; do [[ -f "$path" ]] && { echo "$path"; return; }; done; }
+lib=${LIB:-$(first_of "$root/build-python/capi/libreduce_verify_c.so" \
+                       "$root/build/capi/libreduce_verify_c.so")}
+tool=${TOOL:-$(first_of "$root/build-python/verify/reduce-verify" "$root/build/verify/reduce-verify" \
+                        "$root/build-device/bin/reduce-verify")}
+if [[ -z "$lib" ]]; then
+  echo "run-ddp-hook-bench: no libreduce_verify_c.so (carry build-python/capi/)" >&2
+  exit 2
+fi
+tool_args=()
+if [[ -n "$tool" ]] && "$tool" info >/dev/null 2>&1; then
+  tool_args=(--tool "$tool")
+else
+  echo "run-ddp-hook-bench: no working reduce-verify: the recorded replays use the library only" >&2
+fi
+{
+  echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
+  python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
+  echo "library $lib"; echo "tool ${tool:-none}"
+} 2>&1 | tee "$out/ddp-hook-bench.log"
+REDUCE_VERIFY_LIB="$lib" PYTHONPATH="$root/python" \
+  python3 "$root/python/bench/ddp_hook_overhead.py" --out "$out" "${tool_args[@]}" "$@" \
+  2>&1 | tee -a "$out/ddp-hook-bench.log"
+exit "${PIPESTATUS[0]}"
