@@ -65,8 +65,18 @@ class Transport {
   virtual std::int64_t max_int(std::int64_t value) = 0;
   // The library's own all-reduce of n int64 values, in place (ncclAllReduce ncclInt64,
   // Gloo's allreduce of int64_t). The caller keeps every partial sum inside int64: the
-  // transport does not check for overflow. Ranks must pass the same n.
+  // transport does not check for overflow. Ranks must pass the same n; a transport whose
+  // library cannot survive a mismatch checks n across the ranks first (Gloo: one more round).
   virtual void all_reduce_int64(std::int64_t* values, std::size_t n, IntReduction op) = 0;
+  // The same, for a caller whose n follows from values already checked across the ranks
+  // (ExchangePlan::counts_agreed for the all-reduce; the exact reducer's sizes all follow
+  // from its agreed n and the words of its max all-reduce): the transport may skip its own
+  // check of n. A false promise can abort the process inside the library (Gloo), so call
+  // all_reduce_int64 when in doubt. By default it is all_reduce_int64.
+  virtual void all_reduce_int64_counts_agreed(std::int64_t* values, std::size_t n,
+                                              IntReduction op) {
+    all_reduce_int64(values, n, op);
+  }
 };
 
 }  // namespace rv

@@ -307,11 +307,21 @@ void GlooContextTransport::library_sum(float* values, std::size_t n) {
   });
 }
 
-void GlooContextTransport::all_reduce_int64(std::int64_t* values, std::size_t n,
-                                            IntReduction op) {
+void GlooContextTransport::all_reduce_int64(std::int64_t* values, std::size_t n, IntReduction op) {
+  int64_all_reduce(values, n, op, false);
+}
+
+void GlooContextTransport::all_reduce_int64_counts_agreed(std::int64_t* values, std::size_t n,
+                                                          IntReduction op) {
+  int64_all_reduce(values, n, op, true);
+}
+
+void GlooContextTransport::int64_all_reduce(std::int64_t* values, std::size_t n, IntReduction op,
+                                            bool counts_agreed) {
   const char* name = op == IntReduction::kSum ? "int64 sum" : "int64 max";
   run(name, [&](const std::string& where, const Deadline& deadline) {
-    agree_on_count(where, n, deadline);
+    // The count round is one more full-mesh exchange of headers before the ring.
+    if (!counts_agreed) agree_on_count(where, n, deadline);
     if (n == 0 || world_ == 1) return;
     const auto reduce = op == IntReduction::kSum
                             ? static_cast<ReduceFunction>(&::gloo::sum<std::int64_t>)

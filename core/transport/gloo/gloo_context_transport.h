@@ -37,6 +37,8 @@ class GlooContextTransport final : public Transport {
   void library_sum(float* values, std::size_t n) override;
   std::int64_t max_int(std::int64_t value) override;
   void all_reduce_int64(std::int64_t* values, std::size_t n, IntReduction op) override;
+  void all_reduce_int64_counts_agreed(std::int64_t* values, std::size_t n,
+                                      IntReduction op) override;
 
  private:
   // Runs one operation: refuses at once when an earlier one failed, gives the body the
@@ -69,6 +71,8 @@ class GlooContextTransport final : public Transport {
                       const Deadline& deadline);
   // Refuses, on every rank, a collective whose element count differs between ranks.
   void agree_on_count(const std::string& label, std::size_t n, const Deadline& deadline);
+  // Gloo's ring allreduce of int64, after agree_on_count unless counts_agreed.
+  void int64_all_reduce(std::int64_t* values, std::size_t n, IntReduction op, bool counts_agreed);
 
   std::shared_ptr<::gloo::Context> context_;
   std::uint32_t rank_, world_;
