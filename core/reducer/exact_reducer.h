@@ -16,8 +16,8 @@
 namespace rv {
 
 struct ExactOptions {
-  // Elements per sum round (a multiple of exact::kBlock; 0 = the whole arena at once). The
-  // host works in cache-sized pieces; a GPU wants large messages.
+  // Elements per sum round (a multiple of exact::kBlock; 0 = the whole arena at once).
+  // for_device: 16 Mi on the host and on a GPU (large messages; scratch bounded).
   std::size_t piece_elements = 0;
   static ExactOptions for_device(const ExactDevice& device);
 };
