@@ -7,7 +7,8 @@
 #   device call:           run(command="bash ci/device/run-ddp-hook-bench.sh",
 #                              carry=["build-python/capi/libreduce_verify_c.so",
 #                                     "build-python/verify/reduce-verify"])
-#   LIB, TOOL    override the library and the CLI (default: build-python's, else build/'s)
+#   LIB, TOOL    override the library and the CLI (default: build-python's, else build/'s,
+#                else the bundle's build-device/bin/reduce-verify for the CLI)
 #   extra arguments go to the Python script (e.g. --batches 1024 --rounds 3)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -20,17 +21,29 @@ export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
 first_of() { for path in "$@"; do [[ -f "$path" ]] && { echo "$path"; return; }; done; }
 lib=${LIB:-$(first_of "$root/build-python/capi/libreduce_verify_c.so" \
                        "$root/build/capi/libreduce_verify_c.so")}
-tool=${TOOL:-$(first_of "$root/build-python/verify/reduce-verify" "$root/build/verify/reduce-verify" \
-                        "$root/build-device/bin/reduce-verify")}
 if [[ -z "$lib" ]]; then
   echo "run-ddp-hook-bench: no libreduce_verify_c.so (carry build-python/capi/)" >&2
   exit 2
 fi
+# The CLI for the recorded replays: the first candidate that runs here. A Debian-built binary
+# needs Debian's shared Gloo, which the bundle stages in build-device/lib; a shim gives the
+# CLI (and only the CLI, not torch) that library path.
+shim_dir=$(mktemp -d /tmp/rv-ddp-bench-tool.XXXXXX)
+trap 'rm -rf "$shim_dir"' EXIT
+tool=""
+for candidate in ${TOOL:-} "$root/build-python/verify/reduce-verify" \
+                 "$root/build/verify/reduce-verify" "$root/build-device/bin/reduce-verify"; do
+  [[ -x "$candidate" ]] || continue
+  printf '#!/bin/sh\nLD_LIBRARY_PATH="%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "%s" "$@"\n' \
+    "$root/build-device/lib" "$candidate" >"$shim_dir/reduce-verify"
+  chmod +x "$shim_dir/reduce-verify"
+  if "$shim_dir/reduce-verify" info >/dev/null 2>&1; then tool=$candidate; break; fi
+done
 tool_args=()
-if [[ -n "$tool" ]] && "$tool" info >/dev/null 2>&1; then
-  tool_args=(--tool "$tool")
+if [[ -n "$tool" ]]; then
+  tool_args=(--tool "$shim_dir/reduce-verify")
 else
-  echo "run-ddp-hook-bench: no working reduce-verify: the recorded replays use the library only" >&2
+  echo "run-ddp-hook-bench: no reduce-verify runs here: the recorded replays use the library only" >&2
 fi
 {
   echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
