@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "capi/cuda_exact_workspace.h"
-#include "capi/cuda_runtime_check.h"
+#include "core/cuda/cuda_check.h"
 #include "capi/last_error.h"
 #include "capi/reduce_verify_c.h"
 #include "capi/stacked_arguments.h"
@@ -33,9 +33,9 @@ void exact_reduce_on_device(const float* d_stacked, std::uint32_t world, std::si
     launch_combine_words(words, 2, stride, agreement_count, IntReduction::kMax, words, stream);
   }
   std::vector<std::int64_t> agreed(agreement_count);
-  RV_CAPI_CUDA_CHECK(cudaMemcpyAsync(agreed.data(), words, agreement_count * sizeof(std::int64_t),
+  RV_CUDA_CHECK(cudaMemcpyAsync(agreed.data(), words, agreement_count * sizeof(std::int64_t),
                                      cudaMemcpyDeviceToHost, stream));
-  RV_CAPI_CUDA_CHECK(cudaStreamSynchronize(stream));
+  RV_CUDA_CHECK(cudaStreamSynchronize(stream));
   const ExactPlan plan = plan_exact_blocks(agreed.data(), n, world);
 
   // The sum round: slot 0's digits, then each further slot's added to them.
@@ -60,7 +60,7 @@ extern "C" rv_status rv_cuda_exact_reduce_stacked(int device, const float* d_sta
     rv::capi::check_stacked_arguments(
         {d_stacked, world, slot_stride, n, d_out, rv::exact::kMaxWorld});
     if (n == 0) return;
-    const rv::capi::ScopedDevice scope(device);
+    const rv::cuda_detail::ScopedDevice scope(device);
     rv::capi::exact_reduce_on_device(d_stacked, world, slot_stride, n, parsed, d_out,
                                      static_cast<cudaStream_t>(cuda_stream),
                                      rv::capi::ExactWorkspace::of(device));

@@ -3,7 +3,7 @@
 #include <map>
 #include <memory>
 
-#include "capi/cuda_runtime_check.h"
+#include "core/cuda/cuda_check.h"
 
 namespace rv::capi {
 namespace {
@@ -33,7 +33,7 @@ void ExactWorkspace::release_all() {
   const std::lock_guard<std::mutex> lock(registry_mutex());
   for (auto& [device, workspace] : registry()) {
     const std::lock_guard<std::mutex> held(workspace->mutex_);
-    const ScopedDevice scope(device);
+    const cuda_detail::ScopedDevice scope(device);
     workspace->release();
   }
 }
@@ -41,10 +41,10 @@ void ExactWorkspace::release_all() {
 ExactWorkspace::Lease::Lease(ExactWorkspace& workspace, cudaStream_t stream)
     : workspace_(workspace), stream_(stream), lock_(workspace.mutex_) {
   if (workspace_.done_ == nullptr) {
-    RV_CAPI_CUDA_CHECK(cudaEventCreateWithFlags(&workspace_.done_, cudaEventDisableTiming));
+    RV_CUDA_CHECK(cudaEventCreateWithFlags(&workspace_.done_, cudaEventDisableTiming));
     return;
   }
-  RV_CAPI_CUDA_CHECK(cudaStreamWaitEvent(stream_, workspace_.done_, 0));
+  RV_CUDA_CHECK(cudaStreamWaitEvent(stream_, workspace_.done_, 0));
 }
 
 ExactWorkspace::Lease::~Lease() {
@@ -58,12 +58,12 @@ std::int64_t* ExactWorkspace::words(std::size_t count, std::size_t& stride, cuda
   if (stride > words_capacity_) {
     // Work already enqueued on `stream` (this call's, and through begin() every earlier
     // call's) may still read the old buffer.
-    RV_CAPI_CUDA_CHECK(cudaStreamSynchronize(stream));
-    if (words_ != nullptr) RV_CAPI_CUDA_CHECK(cudaFree(words_));
+    RV_CUDA_CHECK(cudaStreamSynchronize(stream));
+    if (words_ != nullptr) RV_CUDA_CHECK(cudaFree(words_));
     words_ = nullptr;
     words_capacity_ = 0;
     void* p = nullptr;
-    RV_CAPI_CUDA_CHECK(cudaMalloc(&p, 2 * stride * sizeof(std::int64_t)));
+    RV_CUDA_CHECK(cudaMalloc(&p, 2 * stride * sizeof(std::int64_t)));
     words_ = static_cast<std::int64_t*>(p);
     words_capacity_ = stride;
   }
@@ -73,27 +73,27 @@ std::int64_t* ExactWorkspace::words(std::size_t count, std::size_t& stride, cuda
 const ExactBlockSlot* ExactWorkspace::upload_slots(const ExactPlan& plan, cudaStream_t stream) {
   const std::size_t count = plan.blocks.size();
   if (count > slots_capacity_) {
-    RV_CAPI_CUDA_CHECK(cudaStreamSynchronize(stream));
-    if (slots_ != nullptr) RV_CAPI_CUDA_CHECK(cudaFree(slots_));
+    RV_CUDA_CHECK(cudaStreamSynchronize(stream));
+    if (slots_ != nullptr) RV_CUDA_CHECK(cudaFree(slots_));
     slots_ = nullptr;
     slots_capacity_ = 0;
     void* p = nullptr;
-    RV_CAPI_CUDA_CHECK(cudaMalloc(&p, count * sizeof(ExactBlockSlot)));
+    RV_CUDA_CHECK(cudaMalloc(&p, count * sizeof(ExactBlockSlot)));
     slots_ = static_cast<ExactBlockSlot*>(p);
     slots_capacity_ = count;
   }
   if (count != 0) {
     // A pageable source is staged before the call returns, so the plan may go afterwards.
-    RV_CAPI_CUDA_CHECK(cudaMemcpyAsync(slots_, plan.blocks.data(), count * sizeof(ExactBlockSlot),
+    RV_CUDA_CHECK(cudaMemcpyAsync(slots_, plan.blocks.data(), count * sizeof(ExactBlockSlot),
                                        cudaMemcpyHostToDevice, stream));
   }
   return slots_;
 }
 
 void ExactWorkspace::release() {
-  if (done_ != nullptr) RV_CAPI_CUDA_CHECK(cudaEventSynchronize(done_));
-  if (words_ != nullptr) RV_CAPI_CUDA_CHECK(cudaFree(words_));
-  if (slots_ != nullptr) RV_CAPI_CUDA_CHECK(cudaFree(slots_));
+  if (done_ != nullptr) RV_CUDA_CHECK(cudaEventSynchronize(done_));
+  if (words_ != nullptr) RV_CUDA_CHECK(cudaFree(words_));
+  if (slots_ != nullptr) RV_CUDA_CHECK(cudaFree(slots_));
   words_ = nullptr;
   slots_ = nullptr;
   words_capacity_ = 0;

@@ -1,7 +1,7 @@
 // RV_CUDA_CHECK: every CUDA runtime call of core/cuda goes through it, so a device error is
 // a RuntimeFailure naming the call, the error and the source line instead of a result that
-// silently stayed unwritten. Private to core/cuda (it is the one header there that includes
-// the CUDA runtime's own).
+// silently stayed unwritten. For core/cuda and the C ABI's CUDA entry points (capi/) only:
+// the one header of ours besides them that includes the CUDA runtime's own.
 #pragma once
 
 #include <cuda_runtime_api.h>
