@@ -5,6 +5,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/arena.h"
@@ -24,7 +25,8 @@ struct Prepared {
 // W arenas of n values, their agreed plan and their summed digits.
 Prepared prepare(std::uint32_t world, std::size_t n, Distribution dist) {
   Prepared p;
-  std::vector<std::int64_t> agreed(exact_block_count(n) * exact::kAgreementWords), mine(agreed.size());
+  std::vector<std::int64_t> agreed(exact_block_count(n) * exact::kAgreementWords),
+      mine(agreed.size());
   for (std::uint32_t r = 0; r < world; ++r) {
     p.arenas.push_back(generate_arena({1, dist, 1}, r, n));
     exact_agreement_words(p.arenas[r].data(), n, r == 0 ? agreed.data() : mine.data());
@@ -41,7 +43,8 @@ Prepared prepare(std::uint32_t world, std::size_t n, Distribution dist) {
 }
 
 void set_counters(benchmark::State& state, const Prepared& p, std::size_t n) {
-  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(n));
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) *
+                          static_cast<std::int64_t>(n));
   const double agreement = 8.0 * exact::kAgreementWords / exact::kBlock;
   state.counters["bytes_per_element"] =
       8.0 * static_cast<double>(p.plan.words) / static_cast<double>(n) + agreement;
@@ -74,33 +77,37 @@ void BM_ExactEncode(benchmark::State& state) {
   state.SetLabel(std::string(to_string(dist)));
 }
 
-// Args: distribution, op (0 sum, 1 mean).
+// Args: distribution, op (0 sum, 1 mean), W. A mean over W = 4 is the sum's rounding two
+// positions lower; over W = 3 it divides (host_exact.cc).
 void BM_ExactRound(benchmark::State& state) {
   const auto dist = static_cast<Distribution>(state.range(0));
   const Op op = state.range(1) == 0 ? Op::kSum : Op::kMean;
-  const Prepared p = prepare(4, kN, dist);
+  const auto world = static_cast<std::uint32_t>(state.range(2));
+  const Prepared p = prepare(world, kN, dist);
   std::vector<float> out(kN);
   for (auto _ : state) {
     exact_round(p.sums.data(), p.plan, op, out.data());
     benchmark::DoNotOptimize(out.data());
   }
   set_counters(state, p, kN);
-  state.SetLabel(std::string(to_string(dist)) + " " + std::string(to_string(op)));
+  state.SetLabel(std::string(to_string(dist)) + " " + std::string(to_string(op)) +
+                 " W=" + std::to_string(world));
 }
 
 void distributions(benchmark::internal::Benchmark* b) {
   for (int d = 0; d < kDistributionCount; ++d) b->Arg(d);
 }
-void distributions_and_ops(benchmark::internal::Benchmark* b) {
+void distributions_ops_and_worlds(benchmark::internal::Benchmark* b) {
   for (int d = 0; d < kDistributionCount; ++d) {
-    b->Args({d, 0});
-    b->Args({d, 1});
+    b->Args({d, 0, 4});
+    b->Args({d, 1, 4});
+    b->Args({d, 1, 3});
   }
 }
 
 BENCHMARK(BM_ExactAgreementWords)->Apply(distributions)->UseRealTime();
 BENCHMARK(BM_ExactEncode)->Apply(distributions)->UseRealTime();
-BENCHMARK(BM_ExactRound)->Apply(distributions_and_ops)->UseRealTime();
+BENCHMARK(BM_ExactRound)->Apply(distributions_ops_and_worlds)->UseRealTime();
 
 }  // namespace
 }  // namespace rv
