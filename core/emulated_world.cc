@@ -51,7 +51,8 @@ void emulate_word_all_reduce(std::vector<std::vector<std::int64_t>>& words,
       }
     }
     for (auto& buffer : words) {
-      std::copy(total.begin(), total.end(), buffer.begin() + static_cast<std::ptrdiff_t>(shard.begin));
+      std::copy(total.begin(), total.end(),
+                buffer.begin() + static_cast<std::ptrdiff_t>(shard.begin));
     }
   }
 }
@@ -76,6 +77,19 @@ void check_delivery_orders(const DeliveryOrders& delivery, std::uint32_t world) 
   }
 }
 
+// One arena per rank, all of rank 0's length, and well-formed orders; returns the length.
+std::size_t check_world_input(const std::vector<std::vector<float>>& arenas, std::uint32_t world,
+                              const DeliveryOrders& delivery) {
+  RV_ENFORCE_EQ(InputError, arenas.size(), static_cast<std::size_t>(world), "one arena per rank");
+  const std::size_t n = arenas[0].size();
+  for (std::uint32_t r = 0; r < world; ++r) {
+    RV_ENFORCE_EQ(InputError, arenas[r].size(), n, "arena length of rank", r,
+                  "differs from rank 0");
+  }
+  check_delivery_orders(delivery, world);
+  return n;
+}
+
 }  // namespace
 
 EmulatedWorld::EmulatedWorld(std::uint32_t world) : world_(world) {
@@ -84,13 +98,7 @@ EmulatedWorld::EmulatedWorld(std::uint32_t world) : world_(world) {
 
 void EmulatedWorld::all_reduce(std::vector<std::vector<float>>& arenas, Op op,
                                const DeliveryOrders& delivery) const {
-  RV_ENFORCE_EQ(InputError, arenas.size(), static_cast<std::size_t>(world_), "one arena per rank");
-  const std::size_t n = arenas[0].size();
-  for (std::uint32_t r = 0; r < world_; ++r) {
-    RV_ENFORCE_EQ(InputError, arenas[r].size(), n, "arena length of rank", r,
-                  "differs from rank 0");
-  }
-  check_delivery_orders(delivery, world_);
+  const std::size_t n = check_world_input(arenas, world_, delivery);
 
   const std::vector<Shard> plan = shard_plan(n, world_);
   std::vector<std::vector<float>> reduced(world_);
@@ -120,13 +128,7 @@ void EmulatedWorld::all_reduce(std::vector<std::vector<float>>& arenas, Op op,
 
 void EmulatedWorld::all_reduce_exact(std::vector<std::vector<float>>& arenas, Op op,
                                      const DeliveryOrders& delivery) const {
-  RV_ENFORCE_EQ(InputError, arenas.size(), static_cast<std::size_t>(world_), "one arena per rank");
-  const std::size_t n = arenas[0].size();
-  for (std::uint32_t r = 0; r < world_; ++r) {
-    RV_ENFORCE_EQ(InputError, arenas[r].size(), n, "arena length of rank", r,
-                  "differs from rank 0");
-  }
-  check_delivery_orders(delivery, world_);
+  const std::size_t n = check_world_input(arenas, world_, delivery);
   // Chunks of whole window blocks bound the word buffers' memory.
   constexpr std::size_t kChunk = std::size_t{1} << 20;
   static_assert(kChunk % exact::kBlock == 0, "chunks hold whole blocks");

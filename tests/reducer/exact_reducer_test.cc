@@ -22,33 +22,14 @@
 namespace rv::test {
 namespace {
 
-struct ExactCase {
-  CaseId id;
-  std::vector<float> expected;
-};
-
-std::vector<ExactCase> exact_cases(const WorldCount& wc) {
-  std::vector<ExactCase> cases;
-  for (Distribution dist : kAllDistributions) {
-    CaseId id;
-    id.contract = Contract::kExact;
-    id.world = wc.world;
-    id.count = wc.count;
-    id.dist = dist;
-    id.seed = 20261203 + wc.world;
-    const auto arenas = generate_case_arenas(id);
-    for (Op op : {Op::kSum, Op::kMean}) {
-      id.op = op;
-      cases.push_back(ExactCase{id, reference_exact(arenas, op)});
-    }
-  }
-  return cases;
+std::vector<ExpectedCase> exact_cases(const WorldCount& wc) {
+  return expected_cases(Contract::kExact, wc);
 }
 
 // Per case and rank: "" or what differed from the expected bits.
 std::vector<std::vector<std::string>> reduce_and_compare(WorldTransport transport,
                                                          std::uint32_t world,
-                                                         const std::vector<ExactCase>& cases,
+                                                         const std::vector<ExpectedCase>& cases,
                                                          const ExactOptions& options) {
   std::vector<std::vector<std::string>> verdicts(cases.size(), std::vector<std::string>(world));
   auto outcomes = run_ranks_over(transport, world, [&](std::uint32_t rank, Transport& t) {
@@ -65,7 +46,7 @@ std::vector<std::vector<std::string>> reduce_and_compare(WorldTransport transpor
   return verdicts;
 }
 
-void expect_all_equal(const std::vector<ExactCase>& cases,
+void expect_all_equal(const std::vector<ExpectedCase>& cases,
                       const std::vector<std::vector<std::string>>& verdicts) {
   for (std::size_t c = 0; c < cases.size(); ++c) {
     for (std::size_t r = 0; r < verdicts[c].size(); ++r) {
@@ -74,8 +55,8 @@ void expect_all_equal(const std::vector<ExactCase>& cases,
   }
 }
 
-class ExactOverTransport
-    : public ::testing::TestWithParam<std::tuple<WorldTransport, WorldCount>> {};
+class ExactOverTransport : public ::testing::TestWithParam<std::tuple<WorldTransport, WorldCount>> {
+};
 
 TEST_P(ExactOverTransport, EveryRankHoldsTheExactBits) {
   const auto [transport, wc] = GetParam();
@@ -125,7 +106,7 @@ TEST_P(ExactReducerTest, GradientLikeDataMovesOneWordPerElement) {
 }
 
 TEST_P(ExactReducerTest, ScratchIsReusedAcrossCallsOfOtherSizes) {
-  std::vector<ExactCase> cases;
+  std::vector<ExpectedCase> cases;
   for (std::size_t n : {3000, 0, 2, 100003, 7, 3000}) {
     for (auto& c : exact_cases(WorldCount{3, n})) {
       if (c.id.dist == Distribution::kWide || c.id.dist == Distribution::kNormal) {

@@ -4,6 +4,7 @@
 
 #include "core/case_reduction.h"
 #include "core/emulated_world.h"
+#include "core/exact/exact_reduction.h"
 
 namespace rv::test {
 
@@ -36,7 +37,8 @@ std::vector<ExpectedCase> expected_cases(Contract contract, const WorldCount& wc
     const auto arenas = generate_case_arenas(id);
     for (Op op : {Op::kSum, Op::kMean}) {
       id.op = op;
-      cases.push_back(ExpectedCase{id, reference_fold(arenas, op)});
+      cases.push_back(ExpectedCase{id, contract == Contract::kExact ? reference_exact(arenas, op)
+                                                                    : reference_fold(arenas, op)});
     }
   }
   return cases;

@@ -1,6 +1,7 @@
 // The case matrix of the reducer tests: worlds W ∈ {1, 2, 3, 4, 5, 8}, counts 0, 1, W − 1
 // (fewer elements than ranks: empty shards), 1000, and 1000003 (a remainder) for a few W;
-// every distribution, both ops. Expected bits come from the straight reference fold.
+// every distribution, both ops. Expected bits come from the contract's straight reference
+// (the fold, or the exact contract's reference_exact).
 #pragma once
 
 #include <cstddef>
