@@ -53,6 +53,17 @@ void reset_work(Rank& rank) {
   std::copy(rank.pristine.begin(), rank.pristine.end(), rank.work.begin());
 }
 
+// One timed run of `method` after an untimed one, each on fresh arena bytes: a training loop
+// repeats one method, and what one method leaves behind (Gloo's ring allocates and frees its
+// segment buffers on every call; our transport keeps its own) measurably speeds or slows the
+// other's next run by a few ms on 2 cores.
+double steady_run(GlooRanks& world, const std::function<void(Rank&)>& method) {
+  world.run(reset_work);
+  world.run(method);
+  world.run(reset_work);
+  return world.run(method);
+}
+
 void BM_FixedOrderVsGlooRing(benchmark::State& state) {
   const auto w = static_cast<std::uint32_t>(state.range(0));
   const auto mib = static_cast<std::size_t>(state.range(1));
@@ -66,28 +77,20 @@ void BM_FixedOrderVsGlooRing(benchmark::State& state) {
   auto library = [n](Rank& rank) {
     library_sum_all_reduce(*rank.transport, host_fold_device(), rank.work.data(), n, Op::kSum);
   };
-  // Each timed run follows an untimed run of the same method: a training loop repeats one
-  // method, and what one method leaves behind (Gloo's ring allocates and frees its segment
-  // buffers on every call; our transport keeps its own) measurably speeds or slows the
-  // other's next run by a few ms on 2 cores. The methods take turns going first.
-  auto steady = [&world](const std::function<void(Rank&)>& method) {
-    world.run(reset_work);
-    world.run(method);
-    world.run(reset_work);
-    return world.run(method);
-  };
+  // Each timed run follows an untimed run of the same method (steady_run); the methods take
+  // turns going first.
   double fixed_s = 0, ring_s = 0, library_s = 0;
   std::int64_t iteration = 0;
   for (auto _ : state) {
     double f = 0, g = 0;
     if (iteration++ % 2 == 0) {
-      f = steady(fixed_order);
-      g = steady(ring);
+      f = steady_run(world, fixed_order);
+      g = steady_run(world, ring);
     } else {
-      g = steady(ring);
-      f = steady(fixed_order);
+      g = steady_run(world, ring);
+      f = steady_run(world, fixed_order);
     }
-    library_s += steady(library);
+    library_s += steady_run(world, library);
     fixed_s += f;
     ring_s += g;
     state.SetIterationTime(f);
@@ -118,24 +121,18 @@ void BM_ExactVsGlooRing(benchmark::State& state) {
   auto exact = [n](Rank& rank) { rank.exact->all_reduce(rank.work.data(), n, Op::kSum); };
   auto fixed_order = [n](Rank& rank) { rank.reducer->all_reduce(rank.work.data(), n, Op::kSum); };
   auto ring = [n](Rank& rank) { gloo_ring_allreduce(rank.ring_context, rank.work.data(), n); };
-  auto steady = [&world](const std::function<void(Rank&)>& method) {
-    world.run(reset_work);
-    world.run(method);
-    world.run(reset_work);
-    return world.run(method);
-  };
   double exact_s = 0, ring_s = 0, fixed_s = 0;
   std::int64_t iteration = 0;
   for (auto _ : state) {
     double e = 0, g = 0;
     if (iteration++ % 2 == 0) {
-      e = steady(exact);
-      g = steady(ring);
+      e = steady_run(world, exact);
+      g = steady_run(world, ring);
     } else {
-      g = steady(ring);
-      e = steady(exact);
+      g = steady_run(world, ring);
+      e = steady_run(world, exact);
     }
-    fixed_s += steady(fixed_order);
+    fixed_s += steady_run(world, fixed_order);
     exact_s += e;
     ring_s += g;
     state.SetIterationTime(e);
