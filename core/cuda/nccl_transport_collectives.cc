@@ -2,6 +2,8 @@
 // exchange, broadcast, barrier and the all-reduces, each enqueued on the transport's stream
 // and waited for under its watchdog (NcclTransport::complete, nccl_transport.cc).
 #include <cstring>
+#include <sstream>
+#include <vector>
 
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/nccl_api.h"
@@ -24,6 +26,42 @@ bool is_device_memory(const void* p) {
 }
 
 }  // namespace
+
+// NCCL cannot survive a send and a receive of different sizes, so an exchange whose counts
+// are not vouched for gathers every rank's row (agreed value, send counts, receive counts)
+// first; every rank sees every row, so a disagreement is the same InputError on all of them.
+void NcclTransport::check_exchange_agreement(const ExchangePlan& plan) {
+  const std::size_t w = world_;
+  std::vector<std::uint64_t> row(1 + 2 * w), rows(row.size() * w);
+  row[0] = plan.has_agreed_value ? plan.agreed_value : 0;
+  for (std::size_t p = 0; p < w; ++p) {
+    row[1 + p] = plan.send_bytes[p];
+    row[1 + w + p] = plan.recv_bytes[p];
+  }
+  all_gather(row.data(), rows.data(), row.size() * sizeof(std::uint64_t));
+  auto at = [&](std::size_t rank, std::size_t i) { return rows[rank * row.size() + i]; };
+  std::ostringstream out;
+  if (plan.has_agreed_value) {
+    bool differ = false;
+    for (std::size_t r = 0; r < w; ++r) differ = differ || at(r, 0) != at(0, 0);
+    if (differ) {
+      out << "nccl exchange on rank " << rank_ << " of " << world_ << ": ranks disagree on "
+          << plan.agreed_value_name << ":";
+      for (std::size_t r = 0; r < w; ++r) out << (r ? "," : "") << " rank " << r << " has " << at(r, 0);
+      throw InputError(out.str());
+    }
+  }
+  for (std::size_t from = 0; from < w; ++from) {
+    for (std::size_t to = 0; to < w; ++to) {
+      if (at(from, 1 + to) != at(to, 1 + w + from)) {
+        out << "nccl exchange on rank " << rank_ << " of " << world_ << ": ranks disagree on byte "
+            << "counts: rank " << from << " sends " << at(from, 1 + to) << " to rank " << to
+            << ", which expects " << at(to, 1 + w + from);
+        throw InputError(out.str());
+      }
+    }
+  }
+}
 
 void NcclTransport::grow_staging(std::size_t bytes) {
   if (bytes <= staging_bytes_) return;
@@ -72,6 +110,7 @@ void NcclTransport::exchange(const ExchangePlan& plan) {
   RV_ENFORCE_EQ(InputError, plan.recv_bytes.size(), world, "exchange: receive sizes per peer");
   RV_ENFORCE_EQ(InputError, plan.send_bytes[rank_], plan.recv_bytes[rank_],
                 "exchange: the own slot's send and receive sizes of rank", rank_);
+  if (!plan.counts_agreed && world_ > 1) check_exchange_agreement(plan);
   const cuda_detail::ScopedDevice scope(device_);
   begin("exchange");
   const auto* send = static_cast<const unsigned char*>(plan.send);

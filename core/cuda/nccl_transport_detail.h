@@ -46,6 +46,7 @@ class NcclTransport final : public Transport {
   }
   void join(const NcclConnectOptions& options);
   void begin(const char* what);
+  void check_exchange_agreement(const ExchangePlan& plan);
   void check_enqueue(ncclResult_t result, const char* what);
   void wait_enqueued(const char* what, const Deadline& deadline);
   void complete(const char* what);

@@ -2,7 +2,7 @@
 
 #include <cstdint>
 #include <cstring>
-#include <sstream>
+#include <memory>
 #include <vector>
 
 #include "core/error.h"
@@ -41,19 +41,21 @@ ExchangePlan scatter_to_owners(const float* arena, const std::vector<Shard>& pla
   return x;
 }
 
-// Step 3: owner me's reduced shard to every other rank; the others' shards into place.
-ExchangePlan distribute_from_owners(float* arena, const std::vector<Shard>& plan,
-                                    std::uint32_t me) {
-  const Shard mine = plan[me];
+// Step 3, for one piece: owner me's reduced piece k to every other rank; the other owners'
+// pieces k into place.
+ExchangePlan distribute_from_owners(float* arena, const std::vector<Shard>& plan, std::uint32_t me,
+                                    std::size_t k, std::size_t pieces) {
+  const Shard mine = piece_of(plan[me], k, pieces);
   ExchangePlan x;
   x.send = arena;
   x.recv = arena;
   for (std::size_t p = 0; p < plan.size(); ++p) {
     const bool peer = p != me;
+    const Shard theirs = piece_of(plan[p], k, pieces);
     x.send_offset.push_back(mine.begin * kFloat);
     x.send_bytes.push_back(peer ? mine.count * kFloat : 0);
-    x.recv_offset.push_back(plan[p].begin * kFloat);
-    x.recv_bytes.push_back(peer ? plan[p].count * kFloat : 0);
+    x.recv_offset.push_back(theirs.begin * kFloat);
+    x.recv_bytes.push_back(peer ? theirs.count * kFloat : 0);
   }
   x.counts_agreed = true;
   return x;
@@ -90,27 +92,6 @@ float* FixedOrderReducer::stacked_scratch(std::size_t floats) {
   return stacked_;
 }
 
-// Every byte count below, and the number of exchanges, follows from n and W: once the ranks
-// agree on n they cannot post mismatched sizes (which Gloo would answer by terminating the
-// process) or different numbers of exchanges.
-void FixedOrderReducer::agree_on_length(std::size_t n) {
-  const std::uint32_t world = transport_.world_size();
-  const auto mine = static_cast<std::uint64_t>(n);
-  std::vector<std::uint64_t> all(world);
-  transport_.all_gather(&mine, all.data(), sizeof mine);
-  for (std::uint32_t r = 1; r < world; ++r) {
-    if (all[r] != all[0]) {
-      std::ostringstream out;
-      out << "fixed-order all_reduce: ranks disagree on the arena length:";
-      for (std::uint32_t q = 0; q < world; ++q) {
-        out << (q ? "," : "") << " rank " << q << " has " << all[q];
-      }
-      out << " elements";
-      throw InputError(out.str());
-    }
-  }
-}
-
 void FixedOrderReducer::all_reduce(float* arena, std::size_t n, Op op) {
   const std::uint32_t world = transport_.world_size();
   const std::uint32_t me = transport_.rank();
@@ -120,7 +101,6 @@ void FixedOrderReducer::all_reduce(float* arena, std::size_t n, Op op) {
     device_.synchronize();
     return;
   }
-  agree_on_length(n);
   const std::vector<Shard> plan = shard_plan(n, world);
   const Shard mine = plan[me];
   // Shard 0 is the largest, so every rank computes the same number of pieces.
@@ -136,22 +116,49 @@ void FixedOrderReducer::all_reduce(float* arena, std::size_t n, Op op) {
   // is shifted to its output's phase (3 spare floats). The layout changes no bit.
   constexpr std::size_t kLane = 16 / kFloat;
   const std::size_t slot_stride = (slot_floats + kLane - 1) / kLane * kLane;
-  float* table = stacked_scratch(static_cast<std::size_t>(world) * slot_stride + kLane - 1);
+  const std::size_t table_floats = static_cast<std::size_t>(world) * slot_stride + kLane - 1;
+  // Two tables when there are several pieces: piece k + 1 lands in one while piece k is
+  // folded from the other.
+  const std::size_t tables = pieces > 1 ? 2 : 1;
+  float* scratch = stacked_scratch(tables * table_floats);
+  auto stacked_for = [&](std::size_t k) {
+    float* table = scratch + (k % tables) * table_floats;
+    float* out = arena + piece_of(mine, k, pieces).begin;
+    const std::size_t table_phase = (reinterpret_cast<std::uintptr_t>(table) / kFloat) % kLane;
+    const std::size_t out_phase = (reinterpret_cast<std::uintptr_t>(out) / kFloat) % kLane;
+    return table + (out_phase + kLane - table_phase) % kLane;
+  };
+  auto scatter = [&](std::size_t k) {
+    return scatter_to_owners(arena, plan, me, k, pieces, stacked_for(k), slot_stride);
+  };
 
   // The transport and the fold may work on different queues (a GPU stream): the device is
   // synchronised at every hand-over.
   device_.synchronize();
+  // Piece 0's exchange is also the length agreement: its counts and n are checked across
+  // the ranks before any byte is trusted, so a rank with another n (another number of
+  // pieces, other sizes) is an InputError on every rank, never a mismatched transfer. Every
+  // later count follows from the agreed n and W.
+  ExchangePlan first = scatter(0);
+  first.counts_agreed = false;
+  first.has_agreed_value = true;
+  first.agreed_value = static_cast<std::uint64_t>(n);
+  first.agreed_value_name = "the fixed-order arena length (elements)";
+  transport_.exchange(first);
+  // The pipeline: the copies of piece k + 1 arrive while piece k is folded, and the reduced
+  // piece k leaves for the other ranks while piece k + 1 is folded.
+  std::vector<std::unique_ptr<PendingExchange>> distributing;
   for (std::size_t k = 0; k < pieces; ++k) {
+    std::unique_ptr<PendingExchange> next;
+    if (k + 1 < pieces) next = transport_.start_exchange(scatter(k + 1));
     const Shard piece = piece_of(mine, k, pieces);
-    float* out = arena + piece.begin;
-    const std::size_t table_phase = (reinterpret_cast<std::uintptr_t>(table) / kFloat) % kLane;
-    const std::size_t out_phase = (reinterpret_cast<std::uintptr_t>(out) / kFloat) % kLane;
-    float* stacked = table + (out_phase + kLane - table_phase) % kLane;
-    transport_.exchange(scatter_to_owners(arena, plan, me, k, pieces, stacked, slot_stride));
-    device_.fold_stacked(stacked, world, slot_stride, piece.count, op, out);
+    device_.fold_stacked(stacked_for(k), world, slot_stride, piece.count, op, arena + piece.begin);
     device_.synchronize();
+    distributing.push_back(
+        transport_.start_exchange(distribute_from_owners(arena, plan, me, k, pieces)));
+    if (next) next->wait();
   }
-  transport_.exchange(distribute_from_owners(arena, plan, me));
+  for (auto& pending : distributing) pending->wait();
 }
 
 }  // namespace rv

@@ -3,7 +3,9 @@
 // copies into a rank-indexed stacked buffer (slot r = the copy from rank r, whatever order
 // they arrive in), folds them ascending with FoldDevice::fold_stacked (the reference's fold
 // code), writes its reduced shard into its arena, and then every owner's reduced shard is
-// sent to every other rank. Only bytes move between ranks; every float addition happens in
+// sent to every other rank. Shards move in pieces, pipelined: the copies of piece k + 1 arrive
+// (Transport::start_exchange) while piece k is folded, and the reduced piece k leaves while
+// piece k + 1 is folded. Only bytes move between ranks; every float addition happens in
 // the fold, so the bits depend on the addends and W alone.
 #pragma once
 
@@ -40,12 +42,11 @@ class FixedOrderReducer {
 
   // In place over the n floats of `arena` (in the device's memory); afterwards every rank
   // holds identical bits. Collective: every rank calls it with the same op. The ranks agree
-  // on n first (one small all-gather): a rank with another length is an InputError on every
-  // rank, naming who has what. Uneven and empty shards (n < W, n = 0) work.
+  // on n in the first exchange (no round of its own): a rank with another length is an
+  // InputError on every rank, naming who has what. Uneven and empty shards (n < W, n = 0) work.
   void all_reduce(float* arena, std::size_t n, Op op);
 
  private:
-  void agree_on_length(std::size_t n);
   float* stacked_scratch(std::size_t floats);
 
   Transport& transport_;

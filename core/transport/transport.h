@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,24 @@ struct ExchangePlan {
   // transport may then skip its own agreement round. A false promise can abort the process
   // inside the library (Gloo), so leave it off when in doubt.
   bool counts_agreed = false;
+  // Only with counts_agreed false: a number every rank must give alike (the fixed-order
+  // reducer's arena length), checked with the counts, so the first exchange of a reduction
+  // is also its agreement and no round of its own is needed. A disagreement is an InputError
+  // on every rank naming what each rank gave, under `agreed_value_name`.
+  bool has_agreed_value = false;
+  std::uint64_t agreed_value = 0;
+  const char* agreed_value_name = "value";
+};
+
+// An exchange in flight (Transport::start_exchange).
+class PendingExchange {
+ public:
+  virtual ~PendingExchange() = default;
+  // Returns once this rank's receives have landed and its sends have left (the plan's buffers
+  // are the caller's again); throws what exchange would have thrown. Call it once. A pending
+  // exchange destroyed unwaited (an exception unwinding the caller) abandons its transfers,
+  // and the transport is unusable afterwards.
+  virtual void wait() = 0;
 };
 
 class Transport {
@@ -55,6 +74,11 @@ class Transport {
   virtual void all_gather(const void* in, void* out, std::size_t bytes) = 0;
   // Pure byte movement, per ExchangePlan.
   virtual void exchange(const ExchangePlan& plan) = 0;
+  // The same exchange, started: returns while the bytes move, so the caller can work
+  // meanwhile (the fixed-order reducer folds piece k under the transfer of piece k + 1).
+  // Ranks start and wait their exchanges in the same order; several may be in flight. The
+  // default runs exchange(plan) before returning; a transport that can do better overrides.
+  virtual std::unique_ptr<PendingExchange> start_exchange(const ExchangePlan& plan);
   // `bytes` bytes from root's buf into every rank's buf.
   virtual void broadcast(void* buf, std::size_t bytes, std::uint32_t root) = 0;
   virtual void barrier() = 0;
@@ -78,5 +102,14 @@ class Transport {
     all_reduce_int64(values, n, op);
   }
 };
+
+// The default start_exchange: the exchange is over when it returns.
+inline std::unique_ptr<PendingExchange> Transport::start_exchange(const ExchangePlan& plan) {
+  struct Finished final : PendingExchange {
+    void wait() override {}
+  };
+  exchange(plan);
+  return std::make_unique<Finished>();
+}
 
 }  // namespace rv

@@ -41,6 +41,16 @@ class InProcessTransport final : public Transport {
 
   void exchange(const ExchangePlan& plan) override {
     const auto posts = world_.meet(rank_, &plan);
+    // Every rank sees every plan, so a disagreement on the agreed value is the same error on
+    // every rank, thrown before anything moves (after a second meeting: no rank may leave,
+    // and free its plan, while another still reads it).
+    if (plan.has_agreed_value) {
+      const std::string disagreement = agreed_value_disagreement(plan, posts);
+      if (!disagreement.empty()) {
+        world_.meet(rank_, nullptr);
+        throw InputError(disagreement);
+      }
+    }
     for (std::uint32_t p = 0; p < posts.size(); ++p) {
       const auto& theirs = *static_cast<const ExchangePlan*>(posts[p]);
       require_same("exchange", p, theirs.send_bytes[rank_], plan.recv_bytes[p]);
@@ -95,6 +105,21 @@ class InProcessTransport final : public Transport {
     std::int64_t m = in[0][i];
     for (const std::int64_t* x : in) m = std::max(m, x[i]);
     return m;
+  }
+
+  static std::string agreed_value_disagreement(const ExchangePlan& plan,
+                                               const std::vector<const void*>& posts) {
+    std::string text;
+    bool differ = false;
+    for (std::uint32_t p = 0; p < posts.size(); ++p) {
+      const auto& theirs = *static_cast<const ExchangePlan*>(posts[p]);
+      differ = differ || theirs.agreed_value != plan.agreed_value;
+      text += (p ? ", rank " : " rank ") + std::to_string(p) + " has " +
+              std::to_string(theirs.agreed_value);
+    }
+    if (!differ) return "";
+    return std::string("in-process exchange: ranks disagree on ") + plan.agreed_value_name + ":" +
+           text;
   }
 
   void require_same(const char* what, std::uint32_t peer, std::size_t theirs,

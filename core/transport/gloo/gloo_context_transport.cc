@@ -1,8 +1,6 @@
 #include "core/transport/gloo/gloo_context_transport.h"
 
-#include <gloo/allreduce.h>
 #include <gloo/context.h>
-#include <gloo/math.h>
 
 #include <algorithm>
 #include <cstring>
@@ -90,30 +88,22 @@ GlooContextTransport::~GlooContextTransport() = default;
 
 std::string GlooContextTransport::library_version() const { return gloo_library_version(); }
 
-std::string GlooContextTransport::label(const char* op) const {
-  std::ostringstream out;
-  out << "gloo " << op << " on rank " << rank_ << " of " << world_;
-  return out.str();
-}
-
-template <typename Body>
-void GlooContextTransport::run(const char* op, Body body) {
-  const std::string where = label(op);
+void GlooContextTransport::refuse_if_failed(const std::string& where) const {
   if (!failure_.empty()) {
     throw RuntimeFailure(where +
                          ": the transport is unusable after an earlier failure: " + failure_);
   }
-  retired_.clear();  // the last operation's buffers: Gloo has long let go of them
-  const Deadline deadline(timeout_);
-  try {
-    body(where, deadline);
-  } catch (const Error& e) {
-    failure_ = e.what();
-    throw;
-  } catch (...) {
-    failure_ = where + ": " + current_exception_text();
-    throw RuntimeFailure(failure_);
-  }
+}
+
+void GlooContextTransport::retire_buffers() {
+  retired_.clear();
+  retired_.swap(retiring_);
+}
+
+std::string GlooContextTransport::label(const char* op) const {
+  std::ostringstream out;
+  out << "gloo " << op << " on rank " << rank_ << " of " << world_;
+  return out.str();
 }
 
 void GlooContextTransport::post_header_round(PeerRound& round,
@@ -135,7 +125,7 @@ const unsigned char* GlooContextTransport::inline_of(std::uint32_t rank) const {
 
 void GlooContextTransport::small_all_gather(const std::string& where, const void* in, void* out,
                                             std::size_t bytes, const Deadline& deadline) {
-  PeerRound round(*context_, header_deadline(deadline), retired_);
+  PeerRound round(*context_, header_deadline(deadline), retiring_);
   const std::vector<std::size_t> each(world_, bytes);
   post_header_round(round, size_row(each, each), in, bytes);
   round.wait_all();
@@ -161,34 +151,27 @@ void GlooContextTransport::checked_exchange(const std::string& where, const Exch
                                             const Deadline& deadline) {
   check_plan_shape(plan, world_);
   const std::uint32_t me = rank_;
-  auto copy_own = [&] {
-    if (plan.send_bytes[me] > 0 && plan.send_bytes[me] == plan.recv_bytes[me]) {
-      std::memmove(byte_ptr(plan.recv, plan.recv_offset[me]),
-                   byte_ptr(plan.send, plan.send_offset[me]), plan.send_bytes[me]);
-    }
-  };
   // Rounds are created in the same order on every rank (counts_agreed is the same promise
   // on every rank), so their slots match.
   std::unique_ptr<PeerRound> counts;
   if (!plan.counts_agreed) {
-    counts = std::make_unique<PeerRound>(*context_, header_deadline(deadline), retired_);
+    counts = std::make_unique<PeerRound>(*context_, header_deadline(deadline), retiring_);
   }
-  PeerRound payload(*context_, deadline, retired_);
-  auto receive_from = [&](std::uint32_t p) {
-    payload.post_recv(p, byte_ptr(plan.recv, plan.recv_offset[p]), plan.recv_bytes[p]);
-  };
-  if (counts) post_header_round(*counts, size_row(plan.send_bytes, plan.recv_bytes));
-  for (std::uint32_t p : payload.peers()) {
-    payload.post_send(p, byte_ptr(plan.send, plan.send_offset[p]), plan.send_bytes[p]);
+  PeerRound payload(*context_, deadline, retiring_);
+  if (counts) {
+    const bool value = plan.has_agreed_value;
+    post_header_round(*counts, size_row(plan.send_bytes, plan.recv_bytes),
+                      value ? &plan.agreed_value : nullptr, value ? sizeof plan.agreed_value : 0);
   }
-  // The local copy runs while Gloo's I/O thread moves the peers' bytes.
-  copy_own();
+  post_payload(payload, plan, !counts);
   if (!counts) {
-    for (std::uint32_t p : payload.peers()) receive_from(p);
     payload.wait_all();
     payload.throw_if_failed(where);
     return;
   }
+  auto receive_from = [&](std::uint32_t p) {
+    payload.post_recv(p, byte_ptr(plan.recv, plan.recv_offset[p]), plan.recv_bytes[p]);
+  };
 
   const std::string agreeing = where + " (agreeing on byte counts)";
   std::vector<bool> agreed(world_, false);
@@ -218,10 +201,83 @@ void GlooContextTransport::checked_exchange(const std::string& where, const Exch
   }
   counts->throw_if_failed(agreeing);
   payload.throw_if_failed(where);
+  if (plan.has_agreed_value) check_agreed_value(where, plan);
   const std::string disagreement = find_size_disagreement(rows_, world_, row_.size());
   if (!disagreement.empty()) {
     throw InputError(where + ": ranks disagree on byte counts: " + disagreement);
   }
+}
+
+void GlooContextTransport::check_agreed_value(const std::string& where,
+                                             const ExchangePlan& plan) const {
+  std::vector<std::uint64_t> values(world_);
+  for (std::uint32_t p = 0; p < world_; ++p) {
+    std::memcpy(&values[p], inline_of(p), sizeof values[p]);
+  }
+  if (std::all_of(values.begin(), values.end(), [&](auto v) { return v == values[0]; })) return;
+  std::ostringstream out;
+  out << where << ": ranks disagree on " << plan.agreed_value_name << ":";
+  for (std::uint32_t p = 0; p < world_; ++p) {
+    out << (p ? "," : "") << " rank " << p << " has " << values[p];
+  }
+  throw InputError(out.str());
+}
+
+void GlooContextTransport::post_payload(PeerRound& payload, const ExchangePlan& plan,
+                                        bool receive) {
+  for (std::uint32_t p : payload.peers()) {
+    payload.post_send(p, byte_ptr(plan.send, plan.send_offset[p]), plan.send_bytes[p]);
+  }
+  // The local copy runs while Gloo's I/O thread moves the peers' bytes.
+  const std::uint32_t me = rank_;
+  if (plan.send_bytes[me] > 0 && plan.send_bytes[me] == plan.recv_bytes[me]) {
+    std::memmove(byte_ptr(plan.recv, plan.recv_offset[me]),
+                 byte_ptr(plan.send, plan.send_offset[me]), plan.send_bytes[me]);
+  }
+  if (!receive) return;
+  for (std::uint32_t p : payload.peers()) {
+    payload.post_recv(p, byte_ptr(plan.recv, plan.recv_offset[p]), plan.recv_bytes[p]);
+  }
+}
+
+// An exchange whose counts are agreed, in flight: its round holds every posted transfer.
+// Waited, it finishes like checked_exchange; abandoned (destroyed unwaited, an exception
+// unwinding the caller), its buffers die with it and the transport is marked unusable, since
+// peers may still be sending into a round nobody receives.
+class GlooContextTransport::Pending final : public PendingExchange {
+ public:
+  Pending(GlooContextTransport& owner, std::string where, std::unique_ptr<PeerRound> round)
+      : owner_(owner), where_(std::move(where)), round_(std::move(round)) {}
+  ~Pending() override {
+    if (!waited_ && owner_.failure_.empty()) {
+      owner_.failure_ = where_ + ": abandoned before it completed";
+    }
+  }
+  void wait() override {
+    waited_ = true;
+    owner_.guarded(where_, [&] {
+      round_->wait_all();
+      round_->throw_if_failed(where_);
+    });
+  }
+
+ private:
+  GlooContextTransport& owner_;
+  std::string where_;
+  std::unique_ptr<PeerRound> round_;
+  bool waited_ = false;
+};
+
+std::unique_ptr<PendingExchange> GlooContextTransport::start_exchange(const ExchangePlan& plan) {
+  if (!plan.counts_agreed) return Transport::start_exchange(plan);
+  std::unique_ptr<PendingExchange> pending;
+  run("exchange", [&](const std::string& where, const Deadline& deadline) {
+    check_plan_shape(plan, world_);
+    auto round = std::make_unique<PeerRound>(*context_, deadline, retiring_);
+    post_payload(*round, plan, true);
+    pending = std::make_unique<Pending>(*this, where, std::move(round));
+  });
+  return pending;
 }
 
 void GlooContextTransport::all_gather(const void* in, void* out, std::size_t bytes) {
@@ -270,94 +326,6 @@ void GlooContextTransport::barrier() {
   run("barrier", [&](const std::string& where, const Deadline& deadline) {
     small_all_gather(where, nullptr, nullptr, 0, deadline);
   });
-}
-
-std::int64_t GlooContextTransport::max_int(std::int64_t value) {
-  std::vector<std::int64_t> all(world_);
-  run("max_int", [&](const std::string& where, const Deadline& deadline) {
-    small_all_gather(where, &value, all.data(), sizeof value, deadline);
-  });
-  return *std::max_element(all.begin(), all.end());
-}
-
-void GlooContextTransport::agree_on_count(const std::string& where, std::size_t n,
-                                          const Deadline& deadline) {
-  // A ring allreduce over different lengths would overrun a posted receive, which Gloo
-  // answers by terminating the process: agree on the length first.
-  const auto count = static_cast<std::uint64_t>(n);
-  std::vector<std::uint64_t> counts(world_);
-  small_all_gather(where + " (agreeing on the length)", &count, counts.data(), sizeof count,
-                   deadline);
-  for (std::uint32_t p = 0; p < world_; ++p) {
-    if (counts[p] != count) {
-      std::ostringstream out;
-      out << where << ": ranks disagree on the number of values, nothing was reduced: rank "
-          << rank_ << " has " << n << " but rank " << p << " has " << counts[p];
-      throw InputError(out.str());
-    }
-  }
-}
-
-void GlooContextTransport::library_sum(float* values, std::size_t n) {
-  run("library_sum", [&](const std::string& where, const Deadline& deadline) {
-    agree_on_count(where, n, deadline);
-    if (n == 0 || world_ == 1) return;
-    // Gloo's own element sum: the library-sum contract is the library's arithmetic.
-    ring_allreduce(where, values, n, static_cast<ReduceFunction>(&::gloo::sum<float>), deadline);
-  });
-}
-
-void GlooContextTransport::all_reduce_int64(std::int64_t* values, std::size_t n, IntReduction op) {
-  int64_all_reduce(values, n, op, false);
-}
-
-void GlooContextTransport::all_reduce_int64_counts_agreed(std::int64_t* values, std::size_t n,
-                                                          IntReduction op) {
-  int64_all_reduce(values, n, op, true);
-}
-
-void GlooContextTransport::int64_all_reduce(std::int64_t* values, std::size_t n, IntReduction op,
-                                            bool counts_agreed) {
-  const char* name = op == IntReduction::kSum ? "int64 sum" : "int64 max";
-  run(name, [&](const std::string& where, const Deadline& deadline) {
-    // The count round is one more full-mesh exchange of headers before the ring.
-    if (!counts_agreed) agree_on_count(where, n, deadline);
-    if (n == 0 || world_ == 1) return;
-    const auto reduce = op == IntReduction::kSum
-                            ? static_cast<ReduceFunction>(&::gloo::sum<std::int64_t>)
-                            : static_cast<ReduceFunction>(&::gloo::max<std::int64_t>);
-    ring_allreduce(where, values, n, reduce, deadline);
-  });
-}
-
-template <typename T>
-void GlooContextTransport::ring_allreduce(const std::string& where, T* values, std::size_t n,
-                                          ReduceFunction reduce, const Deadline& deadline) {
-  ::gloo::AllreduceOptions options(context_);
-  options.setAlgorithm(::gloo::AllreduceOptions::Algorithm::RING);
-  options.setOutput(values, n);
-  options.setReduceFunction(reduce);
-  // Every call a fresh tag, the same on every rank (calls are collective).
-  options.setTag(allreduce_tag_++);
-  const auto remaining = deadline.remaining();
-  options.setTimeout(remaining.count() > 0 ? remaining : std::chrono::milliseconds(1));
-  try {
-    ::gloo::allreduce(options);
-  } catch (...) {
-    const std::string text = current_exception_text();
-    // Gloo's ring receives from rank + 1 and sends to rank − 1; a stall anywhere in the ring
-    // reaches every rank, so the culprit cannot be told from here.
-    std::ostringstream out;
-    out << where << ": Gloo's ring allreduce (receiving from rank " << (rank_ + 1) % world_
-        << ", sending to rank " << (rank_ + world_ - 1) % world_ << ") ";
-    if (deadline.passed() || text.find("Timed out") != std::string::npos) {
-      out << "did not finish within " << format_duration(deadline.timeout())
-          << " (a rank in the ring is dead or frozen?): " << text;
-      throw DeadlineExceeded(out.str());
-    }
-    out << "failed: " << text;
-    throw RuntimeFailure(out.str());
-  }
 }
 
 }  // namespace gloo_detail

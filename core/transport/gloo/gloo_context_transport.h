@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "core/deadline.h"
+#include "core/error.h"
 #include "core/transport/gloo/gloo_failure.h"
 #include "core/transport/gloo/peer_transfers.h"
 #include "core/transport/transport.h"
@@ -32,6 +34,9 @@ class GlooContextTransport final : public Transport {
 
   void all_gather(const void* in, void* out, std::size_t bytes) override;
   void exchange(const ExchangePlan& plan) override;
+  // Truly in flight for plans whose counts are agreed (the pieces of the fixed-order
+  // reducer); a plan that needs its counts checked runs at once, as exchange.
+  std::unique_ptr<PendingExchange> start_exchange(const ExchangePlan& plan) override;
   void broadcast(void* buf, std::size_t bytes, std::uint32_t root) override;
   void barrier() override;
   void library_sum(float* values, std::size_t n) override;
@@ -45,8 +50,42 @@ class GlooContextTransport final : public Transport {
   // operation's deadline, and on any failure marks the transport dead and rethrows as an rv
   // error whose message starts with the operation's label.
   template <typename Body>
-  void run(const char* op, Body body);
+  void run(const char* op, Body body) {
+    const std::string where = label(op);
+    refuse_if_failed(where);
+    retire_buffers();
+    const Deadline deadline(timeout_);
+    guarded(where, [&] { body(where, deadline); });
+  }
+  // Runs body; any failure marks the transport dead and is rethrown as an rv error whose
+  // message starts with `where`.
+  template <typename Body>
+  void guarded(const std::string& where, Body body) {
+    try {
+      body();
+    } catch (const Error& e) {
+      if (failure_.empty()) failure_ = e.what();
+      throw;
+    } catch (...) {
+      const std::string text = where + ": " + current_exception_text();
+      if (failure_.empty()) failure_ = text;
+      throw RuntimeFailure(text);
+    }
+  }
+  void refuse_if_failed(const std::string& where) const;
+  // Completed payload buffers are destroyed one operation after the one that retired them:
+  // by then Gloo's I/O thread has long let go of them (see PeerRound), even when the next
+  // operation starts right after the wait that retired them (a pipeline of exchanges).
+  void retire_buffers();
   std::string label(const char* op) const;
+
+  // An exchange in flight, and the posting it shares with checked_exchange: the payload
+  // sends, the local copy, and (with `receive`) every payload receive.
+  class Pending;
+  void post_payload(PeerRound& payload, const ExchangePlan& plan, bool receive);
+  // InputError on every rank when the ranks' ExchangePlan::agreed_value differ (read from
+  // the header rows of the exchange's count round).
+  void check_agreed_value(const std::string& where, const ExchangePlan& plan) const;
 
   // A header: the 2 × W byte counts of an exchange, then up to kInlineBytes of data, so
   // small all-gathers (a length, an agreement record, max_int) take one round, not two.
@@ -82,7 +121,9 @@ class GlooContextTransport final : public Transport {
   // Declared after context_, so destroyed before it.
   std::vector<std::uint64_t> row_, rows_;
   std::vector<UnboundBufferPtr> row_send_, row_recv_;  // per peer, over row_ and rows_
-  std::vector<UnboundBufferPtr> retired_;              // completed payload buffers (see PeerRound)
+  // Completed payload buffers (see PeerRound): those of the current operation, and those of
+  // the one before, destroyed at the start of the next (retire_buffers).
+  std::vector<UnboundBufferPtr> retiring_, retired_;
 };
 
 }  // namespace gloo_detail

@@ -1,0 +1,108 @@
+// The Gloo transport's all-reduces: the library-sum contract's float ring and the exact
+// contract's int64 rings (Gloo's own new-style ring allreduce, with Gloo's element
+// functions), each after a length agreement unless the caller vouches for the count, and
+// max_int over the header round.
+#include <gloo/allreduce.h>
+#include <gloo/context.h>
+#include <gloo/math.h>
+
+#include <algorithm>
+#include <sstream>
+#include <vector>
+
+#include "core/error.h"
+#include "core/transport/gloo/gloo_context_transport.h"
+
+namespace rv {
+namespace gloo_detail {
+
+std::int64_t GlooContextTransport::max_int(std::int64_t value) {
+  std::vector<std::int64_t> all(world_);
+  run("max_int", [&](const std::string& where, const Deadline& deadline) {
+    small_all_gather(where, &value, all.data(), sizeof value, deadline);
+  });
+  return *std::max_element(all.begin(), all.end());
+}
+
+void GlooContextTransport::agree_on_count(const std::string& where, std::size_t n,
+                                          const Deadline& deadline) {
+  // A ring allreduce over different lengths would overrun a posted receive, which Gloo
+  // answers by terminating the process: agree on the length first.
+  const auto count = static_cast<std::uint64_t>(n);
+  std::vector<std::uint64_t> counts(world_);
+  small_all_gather(where + " (agreeing on the length)", &count, counts.data(), sizeof count,
+                   deadline);
+  for (std::uint32_t p = 0; p < world_; ++p) {
+    if (counts[p] != count) {
+      std::ostringstream out;
+      out << where << ": ranks disagree on the number of values, nothing was reduced: rank "
+          << rank_ << " has " << n << " but rank " << p << " has " << counts[p];
+      throw InputError(out.str());
+    }
+  }
+}
+
+void GlooContextTransport::library_sum(float* values, std::size_t n) {
+  run("library_sum", [&](const std::string& where, const Deadline& deadline) {
+    agree_on_count(where, n, deadline);
+    if (n == 0 || world_ == 1) return;
+    // Gloo's own element sum: the library-sum contract is the library's arithmetic.
+    ring_allreduce(where, values, n, static_cast<ReduceFunction>(&::gloo::sum<float>), deadline);
+  });
+}
+
+void GlooContextTransport::all_reduce_int64(std::int64_t* values, std::size_t n, IntReduction op) {
+  int64_all_reduce(values, n, op, false);
+}
+
+void GlooContextTransport::all_reduce_int64_counts_agreed(std::int64_t* values, std::size_t n,
+                                                          IntReduction op) {
+  int64_all_reduce(values, n, op, true);
+}
+
+void GlooContextTransport::int64_all_reduce(std::int64_t* values, std::size_t n, IntReduction op,
+                                            bool counts_agreed) {
+  const char* name = op == IntReduction::kSum ? "int64 sum" : "int64 max";
+  run(name, [&](const std::string& where, const Deadline& deadline) {
+    // The count round is one more full-mesh exchange of headers before the ring.
+    if (!counts_agreed) agree_on_count(where, n, deadline);
+    if (n == 0 || world_ == 1) return;
+    const auto reduce = op == IntReduction::kSum
+                            ? static_cast<ReduceFunction>(&::gloo::sum<std::int64_t>)
+                            : static_cast<ReduceFunction>(&::gloo::max<std::int64_t>);
+    ring_allreduce(where, values, n, reduce, deadline);
+  });
+}
+
+template <typename T>
+void GlooContextTransport::ring_allreduce(const std::string& where, T* values, std::size_t n,
+                                          ReduceFunction reduce, const Deadline& deadline) {
+  ::gloo::AllreduceOptions options(context_);
+  options.setAlgorithm(::gloo::AllreduceOptions::Algorithm::RING);
+  options.setOutput(values, n);
+  options.setReduceFunction(reduce);
+  // Every call a fresh tag, the same on every rank (calls are collective).
+  options.setTag(allreduce_tag_++);
+  const auto remaining = deadline.remaining();
+  options.setTimeout(remaining.count() > 0 ? remaining : std::chrono::milliseconds(1));
+  try {
+    ::gloo::allreduce(options);
+  } catch (...) {
+    const std::string text = current_exception_text();
+    // Gloo's ring receives from rank + 1 and sends to rank − 1; a stall anywhere in the ring
+    // reaches every rank, so the culprit cannot be told from here.
+    std::ostringstream out;
+    out << where << ": Gloo's ring allreduce (receiving from rank " << (rank_ + 1) % world_
+        << ", sending to rank " << (rank_ + world_ - 1) % world_ << ") ";
+    if (deadline.passed() || text.find("Timed out") != std::string::npos) {
+      out << "did not finish within " << format_duration(deadline.timeout())
+          << " (a rank in the ring is dead or frozen?): " << text;
+      throw DeadlineExceeded(out.str());
+    }
+    out << "failed: " << text;
+    throw RuntimeFailure(out.str());
+  }
+}
+
+}  // namespace gloo_detail
+}  // namespace rv
