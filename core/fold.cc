@@ -32,20 +32,24 @@ template <typename SlotAt>
 void fold_blocks(SlotAt slot_at, std::uint32_t world, std::size_t n, Op op, float* out) {
   RV_ENFORCE_GE(InternalError, world, 1u, "fold needs at least one addend");
   const Finish finish = finish_for(world, op);
+  // The partial sums live in a block of their own, and out is written only by the last pass,
+  // after every other addend of the block has been read: so out may alias any addend (the
+  // live reducer folds its own copy in place, from its arena into its arena).
+  alignas(64) float acc[kBlock];
   for (std::size_t begin = 0; begin < n; begin += kBlock) {
     const std::size_t count = std::min(kBlock, n - begin);
-    float* acc = out + begin;
+    float* result = out + begin;
     // The fold starts from addend 0 itself, not from +0.0: (+0.0) + (−0.0) is +0.0, so a
     // fold started from zero would turn a sum of −0.0s into +0.0. The first addition and the
     // finishing step ride on the first and last passes, so the block is walked W − 1 times.
     const float* first = slot_at(0) + begin;
     if (world == 1) {
-      for (std::size_t i = 0; i < count; ++i) acc[i] = finish(first[i]);
+      for (std::size_t i = 0; i < count; ++i) result[i] = finish(first[i]);
       continue;
     }
     const float* second = slot_at(1) + begin;
     if (world == 2) {
-      for (std::size_t i = 0; i < count; ++i) acc[i] = finish(first[i] + second[i]);
+      for (std::size_t i = 0; i < count; ++i) result[i] = finish(first[i] + second[i]);
       continue;
     }
     for (std::size_t i = 0; i < count; ++i) acc[i] = first[i] + second[i];
@@ -54,7 +58,7 @@ void fold_blocks(SlotAt slot_at, std::uint32_t world, std::size_t n, Op op, floa
       for (std::size_t i = 0; i < count; ++i) acc[i] += addend[i];
     }
     const float* last = slot_at(world - 1) + begin;
-    for (std::size_t i = 0; i < count; ++i) acc[i] = finish(acc[i] + last[i]);
+    for (std::size_t i = 0; i < count; ++i) result[i] = finish(acc[i] + last[i]);
   }
 }
 

@@ -13,7 +13,7 @@
 namespace rv {
 
 // addends[r] points at the n values of logical rank r, for r in [0, world).
-// out may alias none of the addends except addends[0].
+// out may alias any of the addends (exactly, not partly overlap).
 void fold_ascending(const float* const* addends, std::uint32_t world, std::size_t n, Op op,
                     float* out);
 

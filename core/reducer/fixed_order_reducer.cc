@@ -22,19 +22,21 @@ Shard piece_of(const Shard& shard, std::size_t k, std::size_t pieces) {
 
 // Step 1, for one piece: rank r's copy of piece k of shard p goes to owner p, into the
 // owner's slot r (at stacked + r × slot_stride).
+// With `own_in_place`, the owner's own copy stays in its arena (nothing is sent to itself).
 ExchangePlan scatter_to_owners(const float* arena, const std::vector<Shard>& plan, std::uint32_t me,
                                std::size_t k, std::size_t pieces, float* stacked,
-                               std::size_t slot_stride) {
+                               std::size_t slot_stride, bool own_in_place) {
   const Shard mine = piece_of(plan[me], k, pieces);
   ExchangePlan x;
   x.send = arena;
   x.recv = stacked;
   for (std::size_t p = 0; p < plan.size(); ++p) {
     const Shard theirs = piece_of(plan[p], k, pieces);
+    const bool moves = p != me || !own_in_place;
     x.send_offset.push_back(theirs.begin * kFloat);
-    x.send_bytes.push_back(theirs.count * kFloat);
+    x.send_bytes.push_back(moves ? theirs.count * kFloat : 0);
     x.recv_offset.push_back(p * slot_stride * kFloat);
-    x.recv_bytes.push_back(mine.count * kFloat);
+    x.recv_bytes.push_back(moves ? mine.count * kFloat : 0);
   }
   // Every count follows from n and W, which the ranks have just agreed on.
   x.counts_agreed = true;
@@ -67,6 +69,7 @@ FixedOrderOptions FixedOrderOptions::for_device(const FoldDevice& device) {
   FixedOrderOptions options;
   if (std::strcmp(device.name(), host_fold_device().name()) == 0) {
     options.piece_table_bytes = std::size_t{8} << 20;
+    options.own_slot_in_place = true;
   }
   return options;
 }
@@ -129,7 +132,20 @@ void FixedOrderReducer::all_reduce(float* arena, std::size_t n, Op op) {
     return table + (out_phase + kLane - table_phase) % kLane;
   };
   auto scatter = [&](std::size_t k) {
-    return scatter_to_owners(arena, plan, me, k, pieces, stacked_for(k), slot_stride);
+    return scatter_to_owners(arena, plan, me, k, pieces, stacked_for(k), slot_stride,
+                             options_.own_slot_in_place);
+  };
+  std::vector<const float*> slots(world);
+  auto fold = [&](std::size_t k) {
+    const Shard piece = piece_of(mine, k, pieces);
+    float* out = arena + piece.begin;
+    if (!options_.own_slot_in_place) {
+      device_.fold_stacked(stacked_for(k), world, slot_stride, piece.count, op, out);
+      return;
+    }
+    for (std::uint32_t r = 0; r < world; ++r) slots[r] = stacked_for(k) + r * slot_stride;
+    slots[me] = out;
+    device_.fold_slots(slots.data(), world, piece.count, op, out);
   };
 
   // The transport and the fold may work on different queues (a GPU stream): the device is
@@ -151,8 +167,7 @@ void FixedOrderReducer::all_reduce(float* arena, std::size_t n, Op op) {
   for (std::size_t k = 0; k < pieces; ++k) {
     std::unique_ptr<PendingExchange> next;
     if (k + 1 < pieces) next = transport_.start_exchange(scatter(k + 1));
-    const Shard piece = piece_of(mine, k, pieces);
-    device_.fold_stacked(stacked_for(k), world, slot_stride, piece.count, op, arena + piece.begin);
+    fold(k);
     device_.synchronize();
     distributing.push_back(
         transport_.start_exchange(distribute_from_owners(arena, plan, me, k, pieces)));

@@ -24,6 +24,12 @@ struct FixedOrderOptions {
   // elementwise, so the pieces change no bit.
   std::size_t piece_table_bytes = 0;
 
+  // The owner folds its own copy where it is, in its arena (FoldDevice::fold_slots, the
+  // output aliasing that slot), instead of first copying it into its table: one pass over
+  // a W-th of the arena saved (a sixth of the owner's memory traffic at W = 2). The host
+  // fold does; a stacked-only device (the GPU kernel) does not.
+  bool own_slot_in_place = false;
+
   // 8 MiB tables for the host fold (2 MiB per slot at W = 4: the best of 1, 2, 4 and 8 MiB
   // measured at W = 2 and 4, 16 and 64 MiB on this project's 2-core boxes); whole shards
   // elsewhere (a GPU fold has no such cache effect and its transport wants large messages).

@@ -24,6 +24,11 @@ class FoldDevice {
   // at stacked + r × slot_stride): exactly core/fold.h's fold_stacked, bit for bit.
   virtual void fold_stacked(const float* stacked, std::uint32_t world, std::size_t slot_stride,
                             std::size_t n, Op op, float* out) = 0;
+  // The same fold over slots anywhere in this device's memory (slot r at slots[r]); out may
+  // be one of them. For devices whose options say they fold in place
+  // (FixedOrderOptions::own_slot_in_place); the others refuse with an InternalError.
+  virtual void fold_slots(const float* const* slots, std::uint32_t world, std::size_t n, Op op,
+                          float* out);
   // The library-sum finishing step (mean scale when op is mean, then the NaN rule), in place.
   virtual void finish_library_sum(float* values, std::size_t n, std::uint32_t world, Op op) = 0;
   // Waits until all work issued on this device is done.

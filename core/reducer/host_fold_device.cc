@@ -1,7 +1,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <string>
 
+#include "core/error.h"
 #include "core/fold.h"
 #include "core/reducer/fold_device.h"
 
@@ -26,6 +28,10 @@ class HostFoldDevice final : public FoldDevice {
                     std::size_t n, Op op, float* out) override {
     rv::fold_stacked(stacked, world, slot_stride, n, op, out);
   }
+  void fold_slots(const float* const* slots, std::uint32_t world, std::size_t n, Op op,
+                  float* out) override {
+    rv::fold_ascending(slots, world, n, op, out);
+  }
   void finish_library_sum(float* values, std::size_t n, std::uint32_t world, Op op) override {
     rv::finish_library_sum(values, n, world, op);
   }
@@ -33,6 +39,10 @@ class HostFoldDevice final : public FoldDevice {
 };
 
 }  // namespace
+
+void FoldDevice::fold_slots(const float* const*, std::uint32_t, std::size_t, Op, float*) {
+  throw InternalError(std::string(name()) + ": this device folds stacked tables only");
+}
 
 FoldDevice& host_fold_device() {
   static HostFoldDevice device;

@@ -83,6 +83,31 @@ TEST(FoldOrder, ManyElementsFollowTheChainElementwise) {
   }
 }
 
+TEST(FoldAliasing, OutMayBeAnyAddend) {
+  // The live reducer folds its own copy in place: out is one of the addends. Every position
+  // of the aliased addend, over several fold blocks (2048 elements), W from 1 to 5.
+  const std::size_t n = 5000;
+  for (std::uint32_t world = 1; world <= 5; ++world) {
+    Ranks ranks(world, std::vector<float>(n));
+    for (std::uint32_t r = 0; r < world; ++r) {
+      for (std::size_t i = 0; i < n; ++i) {
+        ranks[r][i] = (r % 2 ? -1.0f : 1.0f) * static_cast<float>((i * 7919 + r * 104729) % 1000003) / 3.0f;
+      }
+    }
+    const std::vector<float> expected = fold(ranks, Op::kMean);
+    for (std::uint32_t own = 0; own < world; ++own) {
+      Ranks copy = ranks;
+      std::vector<const float*> addends;
+      for (const auto& rank : copy) addends.push_back(rank.data());
+      fold_ascending(addends.data(), world, n, Op::kMean, copy[own].data());
+      for (std::size_t i = 0; i < n; ++i) {
+        ASSERT_EQ(float_bits(copy[own][i]), float_bits(expected[i]))
+            << "W = " << world << ", out = addend " << own << ", element " << i;
+      }
+    }
+  }
+}
+
 TEST(FoldSignedZero, SumOfNegativeZerosStaysNegativeZero) {
   for (std::uint32_t w = 1; w <= 8; ++w) {
     const std::vector<float> zeros(w, -0.0f);
