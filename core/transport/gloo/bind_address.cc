@@ -100,8 +100,8 @@ std::string choose_bind_address(const std::vector<BindCandidates>& world, std::u
   RV_ENFORCE_LT(InputError, rank, world.size(), "bind address: rank out of range");
   for (std::size_t r = 0; r < world.size(); ++r) {
     if (world[r].rank != r) {
-      throw InputError(detail::concat("bind address: the record in slot ", r, " is rank ",
-                                      world[r].rank, "'s"));
+      throw InputError(
+          detail::concat("bind address: the record in slot ", r, " is rank ", world[r].rank, "'s"));
     }
   }
   const std::vector<Place> places = places_of(world);
