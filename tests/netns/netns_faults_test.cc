@@ -1,5 +1,6 @@
 // A world across hosts under faults (netns_world_test.cc has the whole list): a link cut
-// mid-reduction, a frozen host, and --hostname values that are not the rank's own host's.
+// mid-reduction, a frozen host, --hostname values that are not the rank's own host's, and
+// hosts that no address detected without --hostname can join.
 #include "tests/netns/netns_world.h"
 
 namespace rv::test {
@@ -161,13 +162,13 @@ TEST_F(NetnsWorld, AnotherHostsAddressIsRefusedByTheRankGivenIt) {
   EXPECT_EQ(processes_left(hosts), "");
 }
 
-// No --hostname: every rank binds the default, 127.0.0.1, which is a different loopback in
-// each host. Every rank sees the others' records, refuses by name and says what to pass.
-TEST_F(NetnsWorld, LoopbackDefaultAcrossHostsIsRefusedByEveryRank) {
+// --hostname 127.0.0.1 on every rank, which is a different loopback in each host. Every rank
+// sees the others' records, refuses by name and says what to pass.
+TEST_F(NetnsWorld, ExplicitLoopbackAcrossHostsIsRefusedByEveryRank) {
   NetnsHosts hosts(2);
   ScratchDir dir;
-  WorldLaunch how = short_world("loopback-default");
-  how.hostname = [](int) { return std::nullopt; };
+  WorldLaunch how = short_world("loopback-explicit");
+  how.hostname = [](int) { return std::string("127.0.0.1"); };
   const auto start = Clock::now();
   RankProcesses ranks = launch_world(hosts, dir, how);
   EXPECT_TRUE(wait_for_all(ranks, kAllowed + 3s)) << describe_ranks(ranks);
@@ -181,7 +182,41 @@ TEST_F(NetnsWorld, LoopbackDefaultAcrossHostsIsRefusedByEveryRank) {
     EXPECT_NE(err.find("give each rank --hostname"), std::string::npos) << err;
     EXPECT_LT(seconds_between(start, ranks[r]->ended_at()), kFaultTimeout + 2.0) << err;
   }
-  std::printf("netns: loopback default: every rank refused within %.2f s: %s",
+  std::printf("netns: --hostname 127.0.0.1: every rank refused within %.2f s: %s",
+              seconds_between(start, ranks[3]->ended_at()), ranks[3]->err().c_str());
+  EXPECT_EQ(processes_left(hosts), "");
+}
+
+// No --hostname, and host 1's only network is a subnet host 0 is not on: no address of either
+// host reaches the other. Every rank refuses at once (exit 2, bad input), naming itself, its
+// place and addresses, and the other host's place and addresses, and says to pass --hostname.
+TEST_F(NetnsWorld, NoHostnameWithoutACommonSubnetIsRefusedByEveryRank) {
+  NetnsHosts hosts(2);
+  ScratchDir dir;
+  hosts.readdress_link(1, "10.232.0.2/24");
+  WorldLaunch how = short_world("no-common-subnet");
+  how.hostname = [](int) { return std::nullopt; };
+  const auto start = Clock::now();
+  RankProcesses ranks = launch_world(hosts, dir, how);
+  EXPECT_TRUE(wait_for_all(ranks, kAllowed + 3s)) << describe_ranks(ranks);
+  for (int r = 0; r < 4; ++r) {
+    ASSERT_TRUE(ranks[r]->ended());
+    const std::string err = ranks[r]->err();
+    EXPECT_EQ(ranks[r]->exit_code(), 2) << err;
+    const bool on_host_0 = r / kRanksPerHost == 0;
+    for (const std::string& expected :
+         {"bind address (--hostname auto): rank " + std::to_string(r) + " on network ",
+          std::string("127.0.0.1/8 on lo (loopback)"),
+          std::string(on_host_0 ? "10.231.0.1/24 on eth0; none shares a subnet with network "
+                                : "10.232.0.2/24 on eth0; none shares a subnet with network "),
+          std::string(on_host_0 ? "ranks 2, 3: 10.232.0.2/24 on eth0)"
+                                : "ranks 0, 1: 10.231.0.1/24 on eth0)"),
+          std::string("Pass each rank --hostname")}) {
+      EXPECT_NE(err.find(expected), std::string::npos) << expected << "\nin: " << err;
+    }
+    EXPECT_LT(seconds_between(start, ranks[r]->ended_at()), 2.0) << err;
+  }
+  std::printf("netns: no common subnet: every rank refused within %.2f s: %s",
               seconds_between(start, ranks[3]->ended_at()), ranks[3]->err().c_str());
   EXPECT_EQ(processes_left(hosts), "");
 }

@@ -239,6 +239,11 @@ void NetnsHosts::add_local_address(int host, const std::string& cidr) {
   must({ip_tool(), "-n", name(host), "addr", "add", cidr, "dev", "lo"});
 }
 
+void NetnsHosts::readdress_link(int host, const std::string& cidr) {
+  must({ip_tool(), "-n", name(host), "addr", "flush", "dev", "eth0"});
+  must({ip_tool(), "-n", name(host), "addr", "add", cidr, "dev", "eth0"});
+}
+
 std::vector<pid_t> NetnsHosts::processes(int host) const { return pids_in(name(host)); }
 
 }  // namespace rv::test

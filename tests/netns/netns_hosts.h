@@ -53,6 +53,10 @@ class NetnsHosts {
   // Adds an extra address to host h's loopback device (an address only that host can reach).
   void add_local_address(int host, const std::string& cidr);
 
+  // Replaces host h's address on its link with `cidr`, e.g. "10.232.0.2/24": a host whose only
+  // network is one no other host is on (its frames still reach the bridge).
+  void readdress_link(int host, const std::string& cidr);
+
   // The processes inside host h (`ip netns pids`).
   std::vector<pid_t> processes(int host) const;
 

@@ -68,7 +68,8 @@ inline std::string golden_for(const ScratchDir& dir, int w, const std::set<long>
 }
 
 // How each rank of a world is started: rank r runs on host r / kRanksPerHost with local rank
-// r % kRanksPerHost; `hostname(r)` is its --hostname (nullopt: none, the default).
+// r % kRanksPerHost; `hostname(r)` is its --hostname (nullopt: none, i.e. auto); without a
+// `hostname`, every rank is given its host's address.
 struct WorldLaunch {
   int world = 4;
   std::string job_id;
@@ -157,13 +158,16 @@ inline std::map<std::string, std::vector<std::string>> report_digests(const std:
   return digests;
 }
 
-// A clean gate run over `hosts`; returns its report's path.
+// A clean gate run over `hosts`; returns its report's path. `hostname` as in WorldLaunch
+// (unset: each host's address).
 inline std::string run_gate(const NetnsHosts& hosts, const ScratchDir& dir, int world,
                             const std::string& golden, std::size_t data_cases,
-                            const std::string& job_id) {
+                            const std::string& job_id,
+                            std::function<std::optional<std::string>(int rank)> hostname = {}) {
   WorldLaunch how;
   how.world = world;
   how.job_id = job_id;
+  how.hostname = std::move(hostname);
   const std::string report = dir.file(job_id + ".json");
   how.run_args = {"--golden", golden, "--contract", "all", "--timeout", "30", "--report", report};
   const auto start = Clock::now();

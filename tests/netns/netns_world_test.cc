@@ -6,10 +6,14 @@
 // - a slow, lossy link changes no digest of any rank, contract or case;
 // - a link cut mid-reduction, and a frozen host, end every rank with an error naming a peer
 //   within --timeout + 2 s, and leave no process behind;
-// - a rank's address is its own host's: a wrong --hostname (another host's address, the
-//   loopback default across hosts, an address the peers cannot route to) is an error naming
-//   the rank, exit 3, within the timeout.
-// This file: the gate across hosts and the slow, lossy link (netns_faults_test.cc: the rest).
+// - without --hostname (auto) each rank finds its host's address: the gate passes with the
+//   same digests as with explicit addresses; a host on a subnet no other host shares is an
+//   error naming the rank, its place, its addresses and the places it cannot reach, exit 2;
+// - a rank's address is its own host's: a wrong --hostname (another host's address, 127.0.0.1
+//   across hosts, an address the peers cannot route to) is an error naming the rank, exit 3,
+//   within the timeout.
+// This file: the gate across hosts, with and without --hostname, and the slow, lossy link
+// (netns_faults_test.cc: the rest).
 #include "tests/netns/netns_world.h"
 
 namespace rv::test {
@@ -32,6 +36,30 @@ TEST_F(NetnsWorld, GatePassesWithEightRanksOnFourHosts) {
   const std::string golden = golden_for(dir, 8, {1, 3, 4099, 65536}, &cases);
   ASSERT_GE(cases, 40u);
   run_gate(hosts, dir, 8, golden, cases, "gate-w8");
+  EXPECT_EQ(processes_left(hosts), "");
+}
+
+// No --hostname: the ranks agree on their addresses through the job directory. The hosts are
+// two network namespaces, so 127.0.0.1 would be refused (the pair mesh's loopback check, see
+// ExplicitLoopbackAcrossHostsIsRefusedByEveryRank): the gate passing proves each rank bound an
+// address the other host reaches, and its digests are those of the explicit-address run.
+TEST_F(NetnsWorld, NoHostnameFindsEachHostsAddressAndGivesTheSameDigests) {
+  NetnsHosts hosts(2);
+  ScratchDir dir;
+  std::size_t cases = 0;
+  const std::string golden = golden_for(dir, 4, {1, 1000, 65536}, &cases);
+  ASSERT_GE(cases, 25u);
+  const std::string explicit_report = run_gate(hosts, dir, 4, golden, cases, "explicit-w4");
+  const std::string auto_report =
+      run_gate(hosts, dir, 4, golden, cases, "auto-w4", [](int) { return std::nullopt; });
+  ASSERT_FALSE(HasFailure()) << "a gate run failed: no digests to compare";
+  const auto given = report_digests(explicit_report);
+  const auto detected = report_digests(auto_report);
+  EXPECT_EQ(given.size(), 3 * cases);
+  EXPECT_EQ(given, detected) << "a digest differs between --hostname and auto";
+  const ProcessResult compare =
+      run_process({RV_TOOL_PATH, "compare", explicit_report, auto_report});
+  EXPECT_EQ(compare.exit_code, 0) << compare.out << compare.err;
   EXPECT_EQ(processes_left(hosts), "");
 }
 

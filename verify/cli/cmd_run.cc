@@ -78,7 +78,11 @@ void setup_run(CLI::App& app, int& exit_code) {
   cmd->add_option("--job-id", o.job_id,
                   "per-launch job id (default: REDUCE_VERIFY_JOB_ID, SLURM_JOB_ID.SLURM_STEP_ID, "
                   "TORCHELASTIC_RUN_ID or OMPI_MCA_ess_base_jobid)");
-  cmd->add_option("--hostname", o.hostname, "address Gloo binds (default 127.0.0.1)");
+  cmd->add_option("--hostname", o.hostname,
+                  "gloo: the address this rank binds, one of its own host's (default auto: the "
+                  "ranks agree through the job directory; 127.0.0.1 when all share one network "
+                  "namespace, else each rank's first address that shares a subnet with every "
+                  "other host's; none is an error naming the rank)");
   cmd->add_flag("--accuracy", o.accuracy,
                 "rank 0 also measures every fixed-order and library-sum result against the "
                 "exact contract's (differing elements, max and mean ulp) for the report");

@@ -14,6 +14,11 @@
 
 namespace rv {
 
+// --hostname's default: each rank's Gloo bind address is chosen when it starts, 127.0.0.1
+// when all ranks share one network namespace, else an address every other host can reach
+// (core/transport/gloo/bind_address.h).
+inline constexpr const char* kAutoHostname = "auto";
+
 struct RunOptions {
   std::string transport = "auto";  // auto | gloo | nccl | cuda-loopback
   std::string contract = "all";    // fixed-order | library-sum | exact | both (the first two) | all
@@ -25,12 +30,12 @@ struct RunOptions {
   double timeout_seconds = 60;
   std::string report_path;
   std::string junit_path;
-  std::vector<std::string> inputs;     // --inputs: raw per-rank files instead of cases
-  std::string op = "sum";              // with --inputs
-  std::string rendezvous;              // shared directory (or REDUCE_VERIFY_RENDEZVOUS)
-  std::string job_id;                  // per-launch id (or REDUCE_VERIFY_JOB_ID, launcher ids)
-  std::string hostname = "127.0.0.1";  // the address Gloo binds
-  bool accuracy = false;               // rank 0 measures each result's error against exact
+  std::vector<std::string> inputs;       // --inputs: raw per-rank files instead of cases
+  std::string op = "sum";                // with --inputs
+  std::string rendezvous;                // shared directory (or REDUCE_VERIFY_RENDEZVOUS)
+  std::string job_id;                    // per-launch id (or REDUCE_VERIFY_JOB_ID, launcher ids)
+  std::string hostname = kAutoHostname;  // the address Gloo binds (auto: agreed per rank)
+  bool accuracy = false;                 // rank 0 measures each result's error against exact
 
   std::chrono::milliseconds timeout() const {
     return std::chrono::milliseconds(static_cast<std::int64_t>(timeout_seconds * 1000));

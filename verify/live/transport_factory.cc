@@ -4,9 +4,12 @@
 
 #include "core/case_id.h"
 #include "core/error.h"
+#include "verify/live/run_plan.h"
 
 #if defined(RV_HAVE_GLOO)
 #include "core/transport/gloo/gloo_transport.h"
+#include "core/transport/gloo/host_interfaces.h"
+#include "verify/live/bind_address_agreement.h"
 #endif
 #if defined(RV_HAVE_CUDA)
 #include "core/cuda/cuda_exact_device.h"
@@ -73,6 +76,14 @@ RankTransport connect_rank_transport(const std::string& transport, const JobDire
     options.world = launch.world;
     options.hostname = hostname;
     options.timeout = timeout;
+    if (hostname == kAutoHostname) {
+      BindAddressAgreementOptions agreement;
+      agreement.dir = job.file(kBindAddressFolder);
+      agreement.rank = launch.rank;
+      agreement.world = launch.world;
+      agreement.timeout = timeout;
+      options.hostname = agree_bind_address(agreement, local_bind_candidates(launch.rank));
+    }
     link.transport = connect_gloo(options);
     link.device = &host_fold_device();
     link.exact_device = &host_exact_device();

@@ -32,6 +32,8 @@ struct RankTransport {
   ExactDevice* exact_device = nullptr;  // the same memory and queue as `device`
 };
 
+// `hostname` is the address gloo binds, or kAutoHostname: the ranks agree on one per rank
+// through the job directory (verify/live/bind_address_agreement.h).
 RankTransport connect_rank_transport(const std::string& transport, const JobDirectory& job,
                                      const LaunchRank& launch, std::chrono::milliseconds timeout,
                                      const std::string& hostname);
