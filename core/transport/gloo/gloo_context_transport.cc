@@ -244,11 +244,22 @@ void GlooContextTransport::post_payload(PeerRound& payload, const ExchangePlan& 
 // Waited, it finishes like checked_exchange; abandoned (destroyed unwaited, an exception
 // unwinding the caller), its buffers die with it and the transport is marked unusable, since
 // peers may still be sending into a round nobody receives.
+//
+// Blame. With several rounds in flight, a round may fail only because a peer closed its
+// connections, which a peer does when its own deadline passed waiting on a third rank: the
+// silent one. That rank would be named by one of this rank's other rounds, which have not
+// been waited for yet. So before a round that saw only closed connections throws, the other
+// rounds in flight are waited out (each within its own deadline, which began before this
+// one's) and their failures are named too.
 class GlooContextTransport::Pending final : public PendingExchange {
  public:
   Pending(GlooContextTransport& owner, std::string where, std::unique_ptr<PeerRound> round)
-      : owner_(owner), where_(std::move(where)), round_(std::move(round)) {}
+      : owner_(owner), where_(std::move(where)), round_(std::move(round)) {
+    owner_.in_flight_.push_back(this);
+  }
   ~Pending() override {
+    auto& in_flight = owner_.in_flight_;
+    in_flight.erase(std::remove(in_flight.begin(), in_flight.end(), this), in_flight.end());
     if (!waited_ && owner_.failure_.empty()) {
       owner_.failure_ = where_ + ": abandoned before it completed";
     }
@@ -257,6 +268,13 @@ class GlooContextTransport::Pending final : public PendingExchange {
     waited_ = true;
     owner_.guarded(where_, [&] {
       round_->wait_all();
+      if (round_->failed() && !round_->timed_out()) {
+        for (Pending* other : owner_.in_flight_) {
+          if (other == this || other->waited_) continue;
+          other->round_->wait_all();
+          round_->add_failures_of(*other->round_);
+        }
+      }
       round_->throw_if_failed(where_);
     });
   }

@@ -82,6 +82,7 @@ class GlooContextTransport final : public Transport {
   // An exchange in flight, and the posting it shares with checked_exchange: the payload
   // sends, the local copy, and (with `receive`) every payload receive.
   class Pending;
+  std::vector<Pending*> in_flight_;  // started, not yet destroyed
   void post_payload(PeerRound& payload, const ExchangePlan& plan, bool receive);
   // InputError on every rank when the ranks' ExchangePlan::agreed_value differ (read from
   // the header rows of the exchange's count round).

@@ -128,6 +128,11 @@ void PeerRound::wait_all() {
   for (std::uint32_t p : peers()) wait_send(p);
 }
 
+void PeerRound::add_failures_of(const PeerRound& other) {
+  for (const Failure& f : other.failures_) record(f.peer, f.deadline, f.what);
+  timed_out_ = timed_out_ || other.timed_out_;
+}
+
 void PeerRound::throw_if_failed(const std::string& label) const {
   if (failures_.empty()) return;
   std::ostringstream out;

@@ -61,6 +61,9 @@ class PeerRound {
   void wait_all();
 
   bool failed() const { return !failures_.empty(); }
+  // Adds another round's failures to this one's (after its own), so one error can tell a
+  // peer that only closed its connections from the peer that went silent first.
+  void add_failures_of(const PeerRound& other);
   bool timed_out() const { return timed_out_; }
   bool peer_failed(std::uint32_t peer) const { return failed_[peer]; }
   // DeadlineExceeded when a peer let the deadline pass, else RuntimeFailure; the message
