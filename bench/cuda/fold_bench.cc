@@ -5,10 +5,17 @@
 // counters are medians.
 //   fold traffic: W slots read + 1 written = (W + 1) × 256 MiB
 //   copy traffic: the same W slots read + written elsewhere = 2 × W × 256 MiB
-//   copy_fraction = fold bandwidth / copy bandwidth (target ≥ 0.95 on the H200)
-// Shapes: every detail::FoldShape on the aligned layout (the vector path), and the default
-// shape on a stride of 256 MiB + 1 element (the scalar path the live reducers take when
-// slots are not 16-byte aligned).
+//   copy_fraction = fold bandwidth / copy bandwidth (target ≥ 0.95 on the H200, at every
+//   alignment)
+// Layouts (kLayouts): the aligned table (the vector path), and tables whose slots, start or
+// output sit 1…3 floats off a 16-byte boundary (the realigned path): a stride of 256 MiB +
+// 1, 2 or 3 floats (neighbouring slots at different phases), an output one float off, and
+// table, stride and output all at different phases. The copy always moves the aligned
+// buffers: it is the ceiling, not a copy of the same misalignment.
+// Shapes: every detail::FoldShape on the aligned layout; at W = 8 and 16, the default shape
+// and realignment on every layout, every shape on a stride + 1, and both realignments
+// (detail::FoldRealign) on a stride + 1 and on the all-different layout; at W = 2 and 4, the
+// default on a stride + 1.
 //
 // Run: bench_cuda --benchmark_out=FILE.json --benchmark_out_format=json
 #include <benchmark/benchmark.h>
@@ -53,24 +60,42 @@ const std::vector<float>& slot_values() {
   return values;
 }
 
+// Where the table and the output start, in floats past a 16-byte boundary, and how far the
+// stride is past a whole number of float4s.
+struct Layout {
+  const char* name;
+  std::size_t table_phase;
+  std::size_t stride_extra;
+  std::size_t out_phase;
+};
+constexpr Layout kLayouts[] = {
+    {"aligned", 0, 0, 0},
+    {"stride+1", 0, 1, 0},  // slot r at phase r mod 4, the output at slot 0's
+    {"stride+2", 0, 2, 0},
+    {"stride+3", 0, 3, 0},
+    {"out+1", 0, 0, 1},                   // the slots share a phase, the output another
+    {"table+1 stride+3 out+2", 1, 3, 2},  // nothing shares a phase
+    {"table+2 stride+1 out+3", 2, 1, 3},
+};
+
 void BM_FoldVsCopy(benchmark::State& state) {
   const auto world = static_cast<std::uint32_t>(state.range(0));
   const auto shape = detail::kAllFoldShapes[state.range(1)];
-  const bool aligned = state.range(2) == 0;
-  const std::size_t stride = aligned ? kSlotFloats : kSlotFloats + 1;
+  const Layout& layout = kLayouts[state.range(2)];
+  const auto realign = detail::kAllFoldRealigns[state.range(3)];
+  const std::size_t stride = kSlotFloats + layout.stride_extra;
   const std::size_t table_floats = (world - 1) * stride + kSlotFloats;
 
   // The table (W slots, `stride` floats apart), the fold's output (one slot) and the
-  // copy's destination (the table's size).
-  const DeviceBuffer table(0, table_floats * sizeof(float));
-  const DeviceBuffer out(0, kSlotBytes);
+  // copy's destination (the table's size); 4 floats more for the phases.
+  const DeviceBuffer table(0, (table_floats + 4) * sizeof(float));
+  const DeviceBuffer out(0, kSlotBytes + 4 * sizeof(float));
   const DeviceBuffer copy_target(0, table_floats * sizeof(float));
-  check(cudaMemcpy(table.data(), slot_values().data(), kSlotBytes, cudaMemcpyHostToDevice),
-        "upload");
+  float* const stacked = table.floats() + layout.table_phase;
+  float* const fold_out = out.floats() + layout.out_phase;
+  check(cudaMemcpy(stacked, slot_values().data(), kSlotBytes, cudaMemcpyHostToDevice), "upload");
   for (std::uint32_t r = 1; r < world; ++r) {
-    check(
-        cudaMemcpy(table.floats() + r * stride, table.data(), kSlotBytes, cudaMemcpyDeviceToDevice),
-        "fill");
+    check(cudaMemcpy(stacked + r * stride, stacked, kSlotBytes, cudaMemcpyDeviceToDevice), "fill");
   }
   cudaStream_t stream = nullptr;
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
@@ -80,8 +105,8 @@ void BM_FoldVsCopy(benchmark::State& state) {
   check(cudaEventCreate(&copied), "event");
 
   const auto fold = [&] {
-    detail::launch_fold_stacked_shaped(table.floats(), world, stride, kSlotFloats, Op::kMean,
-                                       out.floats(), stream, shape);
+    detail::launch_fold_stacked_shaped(stacked, world, stride, kSlotFloats, Op::kMean, fold_out,
+                                       stream, shape, realign);
   };
   const auto copy = [&] {
     check(cudaMemcpyAsync(copy_target.data(), table.data(), table_floats * sizeof(float),
@@ -124,8 +149,14 @@ void BM_FoldVsCopy(benchmark::State& state) {
   state.counters["copy_fraction"] = fold_bw / copy_bw;
   state.counters["fold_median_ms"] = median(fold_ms);
   state.counters["copy_median_ms"] = median(copy_ms);
-  state.SetLabel(std::string(detail::to_string(shape)) + (aligned ? " vector" : " scalar") +
-                 (shape == detail::default_fold_shape() ? " (default)" : ""));
+  const detail::FoldPath path = detail::fold_path(stacked, world, stride, kSlotFloats, fold_out);
+  std::string label = std::string(detail::to_string(shape)) + " " + detail::to_string(path);
+  if (path == detail::FoldPath::kRealigned) label += std::string("/") + detail::to_string(realign);
+  label += std::string(" ") + layout.name;
+  if (shape == detail::default_fold_shape() && realign == detail::default_fold_realign()) {
+    label += " (default)";
+  }
+  state.SetLabel(label);
 
   cudaEventDestroy(start);
   cudaEventDestroy(folded);
@@ -133,17 +164,38 @@ void BM_FoldVsCopy(benchmark::State& state) {
   cudaStreamDestroy(stream);
 }
 
+template <typename T, std::size_t kSize>
+std::int64_t index_of(const T (&all)[kSize], T value) {
+  for (std::size_t i = 0; i < kSize; ++i) {
+    if (all[i] == value) return static_cast<std::int64_t>(i);
+  }
+  return 0;
+}
+
 void fold_arguments(benchmark::internal::Benchmark* b) {
   const auto shapes = static_cast<std::int64_t>(std::size(detail::kAllFoldShapes));
-  std::int64_t default_index = 0;
-  for (std::int64_t s = 0; s < shapes; ++s) {
-    if (detail::kAllFoldShapes[s] == detail::default_fold_shape()) default_index = s;
-  }
+  const auto layouts = static_cast<std::int64_t>(std::size(kLayouts));
+  const auto realigns = static_cast<std::int64_t>(std::size(detail::kAllFoldRealigns));
+  const std::int64_t shape = index_of(detail::kAllFoldShapes, detail::default_fold_shape());
+  const std::int64_t realign = index_of(detail::kAllFoldRealigns, detail::default_fold_realign());
+  constexpr std::int64_t kStridePlus1 = 1, kAllDifferent = 5;
   for (std::int64_t world : {2, 4, 8, 16}) {
-    for (std::int64_t s = 0; s < shapes; ++s) b->Args({world, s, 0});
-    b->Args({world, default_index, 1});
+    for (std::int64_t s = 0; s < shapes; ++s) b->Args({world, s, 0, realign});
+    if (world < 8) {
+      b->Args({world, shape, kStridePlus1, realign});
+      continue;
+    }
+    for (std::int64_t l = 1; l < layouts; ++l) b->Args({world, shape, l, realign});
+    for (std::int64_t s = 0; s < shapes; ++s) {
+      if (s != shape) b->Args({world, s, kStridePlus1, realign});
+    }
+    for (std::int64_t m = 0; m < realigns; ++m) {
+      if (m == realign) continue;
+      b->Args({world, shape, kStridePlus1, m});
+      b->Args({world, shape, kAllDifferent, m});
+    }
   }
-  b->ArgNames({"W", "shape", "misaligned"});
+  b->ArgNames({"W", "shape", "layout", "realign"});
 }
 
 BENCHMARK(BM_FoldVsCopy)
@@ -168,6 +220,8 @@ void add_context() {
   }
   benchmark::AddCustomContext("fold_default_shape",
                               detail::to_string(detail::default_fold_shape()));
+  benchmark::AddCustomContext("fold_default_realign",
+                              detail::to_string(detail::default_fold_realign()));
   benchmark::AddCustomContext("slot_bytes", std::to_string(kSlotBytes));
 }
 

@@ -1,9 +1,11 @@
-// The fold kernel. One launch does the whole fold (no extra passes): a grid sized to the
+// The fold kernels: one launch does the whole fold (no extra passes). A grid sized to the
 // device strides over 16-byte units of the output; per unit it loads a batch of slots at
 // once (so several loads are in flight before the first addition needs one) and adds them
 // in ascending slot order, then writes mean scale and canonical NaNs. The few elements
-// before the first aligned unit and after the last one are done by scalar threads in the
-// same launch.
+// before the first unit and after the last one are done by scalar threads in the same launch.
+// This file: the kernel for slots that share the output's 16-byte phase (and, with float
+// units, the scalar fallback), the path choice and the entry points; slots at other phases
+// go to the realigned kernel (fold_realign_kernel.cu).
 //
 // Why the order of loads may differ from the order of additions: the contract fixes only
 // the association ((x_0 + x_1) + x_2) + …; when a value arrives in a register does not
@@ -14,67 +16,25 @@
 #include <cstdint>
 #include <string>
 
-#include "core/cuda/cuda_check.h"
-#include "core/cuda/launch_grid.h"
+#include "core/cuda/fold_kernel_detail.h"
 #include "core/error.h"
 #include "core/fold_law.h"
 
 namespace rv {
 namespace {
 
-constexpr int kThreads = 256;
+using fold_kernel_detail::add;
+using fold_kernel_detail::finish;
+using fold_kernel_detail::fold_edges;
+using fold_kernel_detail::FoldArgs;
+using fold_kernel_detail::kThreads;
+using fold_kernel_detail::load;
+using fold_kernel_detail::store;
 
-struct FoldArgs {
-  const float* stacked;
-  float* out;
-  std::size_t stride;  // elements between slots
-  std::size_t n;       // elements per slot
-  std::size_t head;    // scalar elements before the first unit
-  std::size_t units;   // units (float or float4) after the head
-  std::uint32_t world;
-  float scale;  // mean_scale(world), used when mean
-  bool mean;
-};
-
-__device__ __forceinline__ float finish(float sum, const FoldArgs& a) {
-  return canonicalize_nan(a.mean ? __fmul_rn(sum, a.scale) : sum);
-}
-
-__device__ __forceinline__ float add(float a, float b) { return __fadd_rn(a, b); }
-__device__ __forceinline__ float4 add(float4 a, float4 b) {
-  return make_float4(__fadd_rn(a.x, b.x), __fadd_rn(a.y, b.y), __fadd_rn(a.z, b.z),
-                     __fadd_rn(a.w, b.w));
-}
-__device__ __forceinline__ float4 finish(float4 v, const FoldArgs& a) {
-  return make_float4(finish(v.x, a), finish(v.y, a), finish(v.z, a), finish(v.w, a));
-}
-
-template <typename Unit, bool kStreaming>
-__device__ __forceinline__ Unit load(const float* p) {
-  const Unit* unit = reinterpret_cast<const Unit*>(p);
-  if constexpr (kStreaming) {
-    return __ldcs(unit);
-  } else {
-    return *unit;
-  }
-}
-
-template <typename Unit, bool kStreaming>
-__device__ __forceinline__ void store(float* p, Unit value) {
-  Unit* unit = reinterpret_cast<Unit*>(p);
-  if constexpr (kStreaming) {
-    __stcs(unit, value);
-  } else {
-    *unit = value;
-  }
-}
-
-// One element, every slot in turn: the head and tail of the vector path.
-__device__ float fold_element(const FoldArgs& a, std::size_t i) {
-  float sum = a.stacked[i];
-  for (std::uint32_t r = 1; r < a.world; ++r) sum = add(sum, a.stacked[r * a.stride + i]);
-  return finish(sum, a);
-}
+// Fewest elements for each float4 path: below these a unit or two would be all the body,
+// and the scalar kernel is as fast.
+constexpr std::size_t kVectorMinimum = 8;
+constexpr std::size_t kRealignedMinimum = 16;
 
 template <typename Unit, int kBatch, int kUnroll, bool kStreaming>
 __global__ void __launch_bounds__(kThreads) fold_kernel(FoldArgs a) {
@@ -122,12 +82,15 @@ __global__ void __launch_bounds__(kThreads) fold_kernel(FoldArgs a) {
   }
 
   // The scalar edges of the vector path (at most 3 elements on each side).
-  if (thread < a.head) a.out[thread] = fold_element(a, thread);
-  const std::size_t tail_begin = a.head + kWidth * a.units;
-  if (thread < a.n - tail_begin) a.out[tail_begin + thread] = fold_element(a, tail_begin + thread);
+  fold_edges(a, thread, kWidth);
 }
 
 std::uintptr_t address(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
+
+// The phase of a float-aligned pointer within its 16-byte unit, in floats.
+std::uint32_t float_phase(const float* p) {
+  return static_cast<std::uint32_t>(address(p) / sizeof(float) % 4);
+}
 
 bool ranges_overlap(const float* a, const float* b, std::size_t n) {
   return address(a) < address(b + n) && address(b) < address(a + n);
@@ -153,13 +116,9 @@ void check_fold_arguments(const float* stacked, std::uint32_t world, std::size_t
 
 template <typename Unit, int kBatch, int kUnroll, bool kStreaming>
 void launch_shape(const FoldArgs& args, cudaStream_t stream) {
-  const auto kernel = fold_kernel<Unit, kBatch, kUnroll, kStreaming>;
-  const std::size_t per_block = static_cast<std::size_t>(kThreads) * kUnroll;
-  const std::size_t needed = (args.units + per_block - 1) / per_block;
-  const unsigned blocks =
-      cuda_detail::resident_grid(reinterpret_cast<const void*>(kernel), kThreads, needed);
-  kernel<<<blocks, kThreads, 0, stream>>>(args);
-  RV_CUDA_CHECK_LAUNCH("fold_kernel");
+  fold_kernel_detail::launch_resident(fold_kernel<Unit, kBatch, kUnroll, kStreaming>, args,
+                                      static_cast<std::size_t>(kThreads) * kUnroll, stream,
+                                      "fold_kernel");
 }
 
 template <typename Unit>
@@ -185,6 +144,11 @@ namespace detail {
 // within noise of it at every W, and needs the fewest registers (60: 4 blocks per SM).
 FoldShape default_fold_shape() { return FoldShape::kBatch8Unroll1; }
 
+// Not yet measured against kOverlappingLoads (bench_cuda compares them). Chosen because it
+// asks the memory system for each byte once, as the aligned path does, where overlapping
+// loads double the requests to L1/L2 for every misaligned slot.
+FoldRealign default_fold_realign() { return FoldRealign::kShuffle; }
+
 const char* to_string(FoldShape shape) {
   switch (shape) {
     case FoldShape::kBatch8Unroll1:
@@ -199,34 +163,72 @@ const char* to_string(FoldShape shape) {
   return "unknown";
 }
 
+const char* to_string(FoldRealign realign) {
+  switch (realign) {
+    case FoldRealign::kShuffle:
+      return "shuffle";
+    case FoldRealign::kOverlappingLoads:
+      return "overlapping-loads";
+  }
+  return "unknown";
+}
+
+const char* to_string(FoldPath path) {
+  switch (path) {
+    case FoldPath::kVector:
+      return "vector";
+    case FoldPath::kRealigned:
+      return "realigned";
+    case FoldPath::kScalar:
+      return "scalar";
+  }
+  return "unknown";
+}
+
 FoldPath fold_path(const float* stacked, std::uint32_t world, std::size_t stride, std::size_t n,
                    const float* out) {
+  if (address(stacked) % sizeof(float) != 0 || address(out) % sizeof(float) != 0) {
+    return FoldPath::kScalar;  // no float4 unit of such a pointer is aligned
+  }
   // A float4 unit of element i is aligned in every slot and in the output only if they all
-  // sit at one offset modulo 16 bytes: the same alignment for slot 0 and out, and a stride
-  // that is a whole number of units (or one slot only).
-  const bool float_aligned =
-      address(stacked) % sizeof(float) == 0 && address(out) % sizeof(float) == 0;
-  const bool same_phase = address(stacked) % 16 == address(out) % 16;
+  // sit at one offset modulo 16 bytes: the same phase for slot 0 and out, and a stride that
+  // is a whole number of units (or one slot only).
+  const bool same_phase = float_phase(stacked) == float_phase(out);
   const bool stride_whole = world == 1 || stride % 4 == 0;
-  return (n >= 8 && float_aligned && same_phase && stride_whole) ? FoldPath::kVector
-                                                                 : FoldPath::kScalar;
+  if (same_phase && stride_whole) {
+    return n >= kVectorMinimum ? FoldPath::kVector : FoldPath::kScalar;
+  }
+  return n >= kRealignedMinimum ? FoldPath::kRealigned : FoldPath::kScalar;
 }
 
 void launch_fold_stacked_shaped(const float* stacked, std::uint32_t world, std::size_t stride,
                                 std::size_t n, Op op, float* out, void* cuda_stream,
-                                FoldShape shape) {
+                                FoldShape shape, FoldRealign realign) {
   check_fold_arguments(stacked, world, stride, n, out);
   if (n == 0) return;
-  FoldArgs args{stacked, out, stride, n, 0, n, world, mean_scale(world), op == Op::kMean};
+  FoldArgs args{stacked, out, stride, n, 0, n, world, 0, mean_scale(world), op == Op::kMean};
   const auto stream = static_cast<cudaStream_t>(cuda_stream);
-  if (fold_path(stacked, world, stride, n, out) == FoldPath::kVector) {
-    const std::size_t misalignment = (address(stacked) % 16) / sizeof(float);
-    args.head = misalignment == 0 ? 0 : 4 - misalignment;
-    args.units = (n - args.head) / 4;
-    launch_unit<float4>(shape, args, stream);
-  } else {
-    launch_unit<float>(shape, args, stream);
+  // The units are the output's aligned float4s: element `head` of the output starts one.
+  const std::size_t out_head = (4 - float_phase(out)) % 4;
+  switch (fold_path(stacked, world, stride, n, out)) {
+    case FoldPath::kVector:
+      args.head = out_head;
+      args.units = (n - args.head) / 4;
+      return launch_unit<float4>(shape, args, stream);
+    case FoldPath::kRealigned:
+      // A unit of a slot at phase p > 0 is read as the two aligned chunks around it, which
+      // reach p elements before the unit and 4 − p after it. A head of at least 3 and a
+      // tail of at least 3 elements keep both inside the slot, so no load touches the gaps
+      // between slots or memory past either end of the table (the head stays at the
+      // output's phase: 3, or 4 + 0…2).
+      args.head = out_head >= 3 ? out_head : out_head + 4;
+      args.units = (n - args.head - 3) / 4;
+      args.phase0 = static_cast<std::uint32_t>((float_phase(stacked) + args.head) % 4);
+      return fold_kernel_detail::launch_realigned(args, shape, realign, stream);
+    case FoldPath::kScalar:
+      return launch_unit<float>(shape, args, stream);
   }
+  throw InternalError("unknown fold path");
 }
 
 }  // namespace detail
@@ -234,7 +236,7 @@ void launch_fold_stacked_shaped(const float* stacked, std::uint32_t world, std::
 void launch_fold_stacked(const float* d_stacked, std::uint32_t world, std::size_t slot_stride,
                          std::size_t n, Op op, float* d_out, void* cuda_stream) {
   detail::launch_fold_stacked_shaped(d_stacked, world, slot_stride, n, op, d_out, cuda_stream,
-                                     detail::default_fold_shape());
+                                     detail::default_fold_shape(), detail::default_fold_realign());
 }
 
 }  // namespace rv

@@ -16,9 +16,11 @@ namespace rv {
 // Enqueues the fold on `cuda_stream` (a cudaStream_t of the current device; nullptr for the
 // default stream) and returns. All pointers are device pointers of the current device.
 // d_out may be exactly slot 0 (an in-place fold) and must not overlap any other slot.
-// No alignment is required of anything: 16-byte vector loads are used when slot 0, every
-// slot and d_out share one alignment, scalar ones otherwise. Throws InputError for bad
-// arguments, RuntimeFailure when the launch fails.
+// No alignment is required of anything: the output is written in 16-byte units at its own
+// phase, and every slot is read in 16-byte units, realigned to the output's phase in
+// registers where the slot's phase differs (detail::FoldPath). Only pointers that are not
+// even float-aligned, and very short shards, are folded one float at a time. Throws
+// InputError for bad arguments, RuntimeFailure when the launch fails.
 void launch_fold_stacked(const float* d_stacked, std::uint32_t world, std::size_t slot_stride,
                          std::size_t n, Op op, float* d_out, void* cuda_stream);
 
@@ -40,14 +42,36 @@ inline constexpr FoldShape kAllFoldShapes[] = {FoldShape::kBatch8Unroll1, FoldSh
 FoldShape default_fold_shape();
 const char* to_string(FoldShape shape);
 
-// Which path a call takes: float4 units with a scalar head and tail, or scalars throughout.
-enum class FoldPath : std::uint8_t { kVector, kScalar };
+// How the realigned path gets the 4 elements of an output unit from a slot at another phase:
+// they straddle two aligned 16-byte chunks of the slot, the lane's own chunk and the next.
+//   kShuffle: each lane loads its own chunk once; the next chunk is the neighbouring lane's,
+//     taken with warp shuffles (the warp's last lane, and the last unit, load it themselves),
+//     so the slot's bytes are requested from memory once, as on the aligned path;
+//   kOverlappingLoads: each lane loads both chunks, so every chunk is requested twice (the
+//     second request usually an L1 or L2 hit).
+enum class FoldRealign : std::uint8_t { kShuffle, kOverlappingLoads };
+inline constexpr FoldRealign kAllFoldRealigns[] = {FoldRealign::kShuffle,
+                                                   FoldRealign::kOverlappingLoads};
+// The realignment launch_fold_stacked uses.
+FoldRealign default_fold_realign();
+const char* to_string(FoldRealign realign);
+
+// Which path a call takes:
+//   kVector: every slot and the output share one 16-byte phase: plain float4 units;
+//   kRealigned: float4 units at the output's phase, slots at other phases realigned;
+//   kScalar: one float per thread (a pointer not float-aligned, or fewer elements than
+//     kVector needs, 8, or kRealigned, 16).
+// The vector paths fold the few elements before the first and after the last unit with
+// scalar threads in the same launch.
+enum class FoldPath : std::uint8_t { kVector, kRealigned, kScalar };
 FoldPath fold_path(const float* d_stacked, std::uint32_t world, std::size_t slot_stride,
                    std::size_t n, const float* d_out);
+const char* to_string(FoldPath path);
 
 void launch_fold_stacked_shaped(const float* d_stacked, std::uint32_t world,
                                 std::size_t slot_stride, std::size_t n, Op op, float* d_out,
-                                void* cuda_stream, FoldShape shape);
+                                void* cuda_stream, FoldShape shape,
+                                FoldRealign realign = default_fold_realign());
 
 }  // namespace detail
 }  // namespace rv

@@ -1,6 +1,7 @@
 // The fold kernel against core/fold.h's CPU fold, bit for bit: every distribution, raw
 // special values, W from 1 to 256, shard lengths around the vector width, every alignment of
-// table, stride and output (both the vector and the scalar path), every kernel shape.
+// table, stride and output (the vector, the realigned and the scalar path), every kernel
+// shape. fold_alignment_test.cc holds the realigned path to every phase combination.
 // Outputs are poisoned before each launch and guard elements around them must stay
 // untouched, so an element written twice, missed or written out of range shows up.
 #include "core/cuda/fold_kernel.h"
@@ -154,7 +155,8 @@ TEST_P(FoldKernelDistribution, MatchesCpuFoldForWorldsUpTo256AndAnyLength) {
         // Vector path: aligned table, whole-unit stride, separate aligned output.
         expect_matches_cpu(slots, op, Layout{0, round_up4(n), false, 0},
                            detail::default_fold_shape(), &paths);
-        // Scalar path: odd start, odd stride, output at yet another phase.
+        // Realigned path (scalar below 16 elements): odd start, odd stride, output at yet
+        // another phase.
         expect_matches_cpu(slots, op, Layout{1, n + 1, false, 2}, detail::default_fold_shape(),
                            &paths);
         // The live reducers' case: shard-length stride, in place into slot 0.
@@ -162,7 +164,7 @@ TEST_P(FoldKernelDistribution, MatchesCpuFoldForWorldsUpTo256AndAnyLength) {
       }
     }
   }
-  EXPECT_EQ(paths.size(), 2u) << "both the vector and the scalar path must have run";
+  EXPECT_EQ(paths.size(), 3u) << "the vector, realigned and scalar paths must all have run";
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryDistribution, FoldKernelDistribution,
@@ -193,7 +195,7 @@ TEST_F(FoldKernel, EveryAlignmentOfTableStrideAndOutput) {
       }
     }
   }
-  EXPECT_EQ(paths.size(), 2u);
+  EXPECT_EQ(paths.size(), 3u);
 }
 
 TEST_F(FoldKernel, EveryShapeMatchesCpuFold) {
@@ -215,7 +217,7 @@ TEST_F(FoldKernel, LongShardsTakeSeveralGridStrides) {
   const std::size_t n = (std::size_t{1} << 23) + 3;
   const auto slots = seeded_slots(Distribution::kNormal, 3, n, 9);
   expect_matches_cpu(slots, Op::kMean, Layout{1, round_up4(n), false, 1});  // vector, head 3
-  expect_matches_cpu(slots, Op::kSum, Layout{0, n, true, 0});               // scalar
+  expect_matches_cpu(slots, Op::kSum, Layout{0, n, true, 0});               // realigned
 }
 
 // Raw inputs: what the seeded distributions contain, spelled out, with the bits the
@@ -301,10 +303,15 @@ TEST(FoldKernelArguments, PathChoice) {
   auto* base = reinterpret_cast<float*>(std::uintptr_t{1} << 20);  // 16-byte aligned
   EXPECT_EQ(detail::fold_path(base, 4, 64, 64, base + 1024), FoldPath::kVector);
   EXPECT_EQ(detail::fold_path(base + 1, 4, 64, 64, base + 1025), FoldPath::kVector);
-  EXPECT_EQ(detail::fold_path(base + 1, 4, 64, 64, base + 1024), FoldPath::kScalar);
-  EXPECT_EQ(detail::fold_path(base, 4, 65, 64, base + 1024), FoldPath::kScalar);
+  EXPECT_EQ(detail::fold_path(base + 1, 4, 64, 64, base + 1024), FoldPath::kRealigned);
+  EXPECT_EQ(detail::fold_path(base, 4, 65, 64, base + 1024), FoldPath::kRealigned);
   EXPECT_EQ(detail::fold_path(base, 1, 65, 64, base + 1024), FoldPath::kVector);
   EXPECT_EQ(detail::fold_path(base, 4, 64, 7, base + 1024), FoldPath::kScalar);
+  EXPECT_EQ(detail::fold_path(base, 4, 65, 15, base + 1024), FoldPath::kScalar);
+  EXPECT_EQ(detail::fold_path(base, 4, 65, 16, base + 1024), FoldPath::kRealigned);
+  const auto* odd = reinterpret_cast<const float*>(reinterpret_cast<std::uintptr_t>(base) + 2);
+  EXPECT_EQ(detail::fold_path(odd, 4, 64, 64, base + 1024), FoldPath::kScalar)
+      << "a pointer that is not float-aligned has no aligned float4";
 }
 
 }  // namespace
