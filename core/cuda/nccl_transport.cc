@@ -76,6 +76,14 @@ void NcclTransport::join(const NcclConnectOptions& options) {
   const cuda_detail::ScopedDevice scope(device_);
   if (options.stream != nullptr) {
     stream_ = static_cast<cudaStream_t>(options.stream);
+    // The stream started exchanges run on. Highest priority: the fold kernel keeps every
+    // multiprocessor busy, and NCCL's few blocks should be the first scheduled as the fold's
+    // retire, not wait behind a later fold.
+    int least = 0, greatest = 0;
+    RV_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    RV_CUDA_CHECK(cudaStreamCreateWithPriority(&exchange_stream_, cudaStreamNonBlocking, greatest));
+    RV_CUDA_CHECK(cudaEventCreateWithFlags(&main_ready_, cudaEventDisableTiming));
+    RV_CUDA_CHECK(cudaEventCreateWithFlags(&exchange_tail_, cudaEventDisableTiming));
   } else {
     RV_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     own_stream_ = true;
@@ -133,6 +141,14 @@ void NcclTransport::finalize() noexcept {
   staging_device_ = nullptr;
   staging_host_ = nullptr;
   if (own_stream_ && stream_ != nullptr) (void)cudaStreamDestroy(stream_);
+  for (cudaEvent_t event : spare_events_) (void)cudaEventDestroy(event);
+  spare_events_.clear();
+  if (main_ready_ != nullptr) (void)cudaEventDestroy(main_ready_);
+  if (exchange_tail_ != nullptr) (void)cudaEventDestroy(exchange_tail_);
+  if (exchange_stream_ != nullptr) (void)cudaStreamDestroy(exchange_stream_);
+  main_ready_ = nullptr;
+  exchange_tail_ = nullptr;
+  exchange_stream_ = nullptr;
   done_ = nullptr;
   device_scratch_ = nullptr;
   host_scratch_ = nullptr;
@@ -177,14 +193,25 @@ void NcclTransport::expire(const char* what, std::chrono::milliseconds waited) {
                          "): a peer died, froze or never joined; the communicator was aborted");
 }
 
-void NcclTransport::begin(const char* what) {
+void NcclTransport::check_usable(const char* what) const {
   if (broken_ || comm_ == nullptr) {
     throw RuntimeFailure(std::string("NCCL ") + what + " on " + where() +
                          ": the transport is unusable after an earlier failure");
   }
+}
+
+void NcclTransport::begin(const char* what) {
+  check_usable(what);
   // With its own stream the transport cannot see the caller's streams: it waits for the
   // whole device, so buffers written by earlier kernels are complete before NCCL reads them.
   if (own_stream_) RV_CUDA_CHECK(cudaDeviceSynchronize());
+  // A call made while started exchanges are in flight runs after them on the device, so
+  // NCCL's kernels run in the order this rank called, the order every rank calls in. Its
+  // own wait (complete) then covers theirs, under its deadline.
+  if (started_in_flight_ > 0) {
+    RV_CUDA_CHECK(cudaEventRecord(exchange_tail_, exchange_stream_));
+    RV_CUDA_CHECK(cudaStreamWaitEvent(stream_, exchange_tail_, 0));
+  }
 }
 
 void NcclTransport::check_enqueue(ncclResult_t result, const char* what) {
@@ -219,9 +246,15 @@ void NcclTransport::complete(const char* what) {
     abort_once();
     RV_CUDA_CHECK(recorded);
   }
-  Backoff backoff = collective_backoff();
+  wait_event(done_, what, deadline, collective_backoff());
+}
+
+// Never cudaEventSynchronize: a kernel waiting for a dead peer never ends, so the wait polls,
+// and NCCL's own view of the peers and the deadline are checked between polls.
+void NcclTransport::wait_event(cudaEvent_t event, const char* what, const Deadline& deadline,
+                               Backoff backoff) {
   for (;;) {
-    const cudaError_t query = cudaEventQuery(done_);
+    const cudaError_t query = cudaEventQuery(event);
     if (query == cudaSuccess) return;
     if (query != cudaErrorNotReady) {
       abort_once();

@@ -4,12 +4,22 @@
 // max. The fixed-order contract uses only the byte-moving calls; its arithmetic is our fold
 // kernel (CudaFoldDevice), never NCCL's.
 //
+// Overlap: given the caller's stream (NcclConnectOptions::stream), start_exchange of a plan
+// with counts_agreed enqueues the exchange on a second, transport-owned stream that starts
+// after the work already on the caller's stream, and returns while the bytes move, so the
+// caller's fold runs meanwhile; its wait() makes the caller's stream wait for the bytes. A
+// plan whose counts are still to be checked, or a transport without the caller's stream, runs
+// start_exchange as exchange, before returning.
+//
 // Fail fast: the communicator is non-blocking (config.blocking = 0), so no NCCL call ever
-// blocks; every wait (the unique id, init, each collective, finalize) polls under a
-// deadline. When a deadline passes or NCCL reports an error, the communicator is aborted
-// (ncclCommAbort, once: abort frees it) and the call throws DeadlineExceeded or
-// RuntimeFailure naming the rank, the call and the deadline; the transport is unusable
-// afterwards. A dead or frozen peer is a named error, never a hang.
+// blocks; every wait (the unique id, init, each collective, each started exchange's enqueue
+// and its wait(), finalize) polls under a deadline, and never blocks in a CUDA
+// synchronisation that a peer could keep from ending. When a deadline passes or NCCL reports
+// an error, the communicator is aborted (ncclCommAbort, once: abort frees it) and the call
+// throws DeadlineExceeded or RuntimeFailure naming the rank, the call and the deadline; the
+// transport is unusable afterwards. A started exchange destroyed before its wait() (an
+// exception unwinding the caller) aborts the communicator too: its bytes could still land in
+// buffers the caller reuses. A dead or frozen peer is a named error, never a hang.
 #pragma once
 
 #include <chrono>
@@ -38,7 +48,8 @@ struct NcclConnectOptions {
 };
 
 // Joins the world. Every call of the returned transport takes device pointers of
-// `device` and returns once its bytes have landed. Throws InputError for bad options,
+// `device` and returns once its bytes have landed (a started exchange: once its wait()
+// returns). Throws InputError for bad options,
 // DeadlineExceeded when the id or a rank does not arrive in time, RuntimeFailure otherwise.
 std::unique_ptr<Transport> connect_nccl(const NcclConnectOptions& options);
 

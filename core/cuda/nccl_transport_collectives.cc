@@ -1,6 +1,7 @@
 // The NCCL transport's collectives: all_gather (host memory staged through device memory),
 // exchange, broadcast, barrier and the all-reduces, each enqueued on the transport's stream
-// and waited for under its watchdog (NcclTransport::complete, nccl_transport.cc).
+// and waited for under its watchdog (NcclTransport::complete, nccl_transport.cc). Started
+// exchanges are in nccl_transport_pending.cc.
 #include <cstring>
 #include <sstream>
 #include <vector>
@@ -47,7 +48,8 @@ void NcclTransport::check_exchange_agreement(const ExchangePlan& plan) {
     if (differ) {
       out << "nccl exchange on rank " << rank_ << " of " << world_ << ": ranks disagree on "
           << plan.agreed_value_name << ":";
-      for (std::size_t r = 0; r < w; ++r) out << (r ? "," : "") << " rank " << r << " has " << at(r, 0);
+      for (std::size_t r = 0; r < w; ++r)
+        out << (r ? "," : "") << " rank " << r << " has " << at(r, 0);
       throw InputError(out.str());
     }
   }
@@ -102,7 +104,7 @@ void NcclTransport::all_gather(const void* in, void* out, std::size_t bytes) {
   std::memcpy(out, staging_host_ + bytes, gathered);
 }
 
-void NcclTransport::exchange(const ExchangePlan& plan) {
+void NcclTransport::check_plan_shape(const ExchangePlan& plan) const {
   const auto world = static_cast<std::size_t>(world_);
   RV_ENFORCE_EQ(InputError, plan.send_offset.size(), world, "exchange: send offsets per peer");
   RV_ENFORCE_EQ(InputError, plan.send_bytes.size(), world, "exchange: send sizes per peer");
@@ -110,30 +112,38 @@ void NcclTransport::exchange(const ExchangePlan& plan) {
   RV_ENFORCE_EQ(InputError, plan.recv_bytes.size(), world, "exchange: receive sizes per peer");
   RV_ENFORCE_EQ(InputError, plan.send_bytes[rank_], plan.recv_bytes[rank_],
                 "exchange: the own slot's send and receive sizes of rank", rank_);
-  if (!plan.counts_agreed && world_ > 1) check_exchange_agreement(plan);
-  const cuda_detail::ScopedDevice scope(device_);
-  begin("exchange");
+}
+
+void NcclTransport::enqueue_exchange(const ExchangePlan& plan, cudaStream_t stream) {
   const auto* send = static_cast<const unsigned char*>(plan.send);
   auto* recv = static_cast<unsigned char*>(plan.recv);
   if (plan.send_bytes[rank_] != 0) {  // the own slot: a device copy, in stream order
     RV_CUDA_CHECK(cudaMemcpyAsync(recv + plan.recv_offset[rank_], send + plan.send_offset[rank_],
-                                  plan.send_bytes[rank_], cudaMemcpyDeviceToDevice, stream_));
+                                  plan.send_bytes[rank_], cudaMemcpyDeviceToDevice, stream));
   }
   check_enqueue(api().group_start(), "exchange (ncclGroupStart)");
   for (std::uint32_t peer = 0; peer < world_; ++peer) {
     if (peer == rank_) continue;
     if (plan.send_bytes[peer] != 0) {
       check_enqueue(api().send(send + plan.send_offset[peer], plan.send_bytes[peer], ncclUint8,
-                               static_cast<int>(peer), comm_, stream_),
+                               static_cast<int>(peer), comm_, stream),
                     "exchange (ncclSend)");
     }
     if (plan.recv_bytes[peer] != 0) {
       check_enqueue(api().recv(recv + plan.recv_offset[peer], plan.recv_bytes[peer], ncclUint8,
-                               static_cast<int>(peer), comm_, stream_),
+                               static_cast<int>(peer), comm_, stream),
                     "exchange (ncclRecv)");
     }
   }
   check_enqueue(api().group_end(), "exchange (ncclGroupEnd)");
+}
+
+void NcclTransport::exchange(const ExchangePlan& plan) {
+  check_plan_shape(plan);
+  if (!plan.counts_agreed && world_ > 1) check_exchange_agreement(plan);
+  const cuda_detail::ScopedDevice scope(device_);
+  begin("exchange");
+  enqueue_exchange(plan, stream_);
   complete("exchange");
 }
 

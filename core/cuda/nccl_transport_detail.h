@@ -1,13 +1,16 @@
-// The NCCL transport's class (docs/DESIGN.md §5.5): one communicator, its stream, its scratch
+// The NCCL transport's class (docs/DESIGN.md §5.5): one communicator, its streams, its scratch
 // and staging memory, and the watchdog every call waits under. Its lifecycle (join, the
 // watchdog waits, failure, finalize and abort) is in nccl_transport.cc, the collectives in
-// nccl_transport_collectives.cc. Private to core/cuda.
+// nccl_transport_collectives.cc, the started exchanges in nccl_transport_pending.cc. Private
+// to core/cuda.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/nccl_api.h"
@@ -32,6 +35,9 @@ class NcclTransport final : public Transport {
 
   void all_gather(const void* in, void* out, std::size_t bytes) override;
   void exchange(const ExchangePlan& plan) override;
+  // With a caller's stream and counts_agreed: enqueued on the exchange stream and returned
+  // at once (nccl_transport_pending.cc); otherwise exchange(plan) before returning.
+  std::unique_ptr<PendingExchange> start_exchange(const ExchangePlan& plan) override;
   void broadcast(void* buf, std::size_t bytes, std::uint32_t root) override;
   void barrier() override;
   void library_sum(float* values, std::size_t n) override;
@@ -44,12 +50,26 @@ class NcclTransport final : public Transport {
     return "rank " + std::to_string(rank_) + " of " + std::to_string(world_) +
            " (cuda:" + std::to_string(device_) + ")";
   }
+  class Pending;  // a started exchange (nccl_transport_pending.cc)
+
   void join(const NcclConnectOptions& options);
+  void check_usable(const char* what) const;
   void begin(const char* what);
+  void check_plan_shape(const ExchangePlan& plan) const;
   void check_exchange_agreement(const ExchangePlan& plan);
+  // The own slot's device copy and the grouped sends and receives of `plan`, on `stream`.
+  void enqueue_exchange(const ExchangePlan& plan, cudaStream_t stream);
   void check_enqueue(ncclResult_t result, const char* what);
   void wait_enqueued(const char* what, const Deadline& deadline);
+  // Polls `event` until it has completed, watching NCCL's state and the deadline.
+  void wait_event(cudaEvent_t event, const char* what, const Deadline& deadline, Backoff backoff);
   void complete(const char* what);
+  // A started exchange's end: waited for (the main stream then waits for it too), or
+  // abandoned (the communicator is aborted: its transfers may still be landing).
+  void finish_started(cudaEvent_t landed);
+  void abandon_started(cudaEvent_t landed) noexcept;
+  cudaEvent_t take_spare_event();
+  void return_spare_event(cudaEvent_t event) noexcept;
   [[noreturn]] void fail(const char* what, ncclResult_t result);
   [[noreturn]] void expire(const char* what, std::chrono::milliseconds waited);
   void abort_once() noexcept;
@@ -64,6 +84,15 @@ class NcclTransport final : public Transport {
   cudaStream_t stream_ = nullptr;
   bool own_stream_ = false;
   cudaEvent_t done_ = nullptr;
+  // Started exchanges (start_exchange) run on their own stream, so the fold on stream_ runs
+  // meanwhile; it exists only with a caller's stream (NcclConnectOptions::stream).
+  // main_ready_ orders it after stream_, exchange_tail_ orders stream_ after it, and each
+  // started exchange records one of spare_events_ when its bytes have landed.
+  cudaStream_t exchange_stream_ = nullptr;
+  cudaEvent_t main_ready_ = nullptr;
+  cudaEvent_t exchange_tail_ = nullptr;
+  std::vector<cudaEvent_t> spare_events_;
+  std::size_t started_in_flight_ = 0;     // started and neither waited for nor abandoned
   std::int64_t* host_scratch_ = nullptr;  // pinned, so its copies never block the host
   std::int64_t* device_scratch_ = nullptr;
   // Staging for all-gathers of host memory (the agreement records): NCCL's kernels touch
