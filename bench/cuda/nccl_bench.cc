@@ -2,7 +2,10 @@
 // folds) against ncclAllReduce's own sum, 8 B to 1 GiB, one process per GPU, as nccl-tests
 // reports it: time per call (the slowest rank's), algbw = bytes / time and
 // busbw = algbw · 2(W−1)/W. It needs two or more GPUs to mean anything; with one it runs
-// as a smoke test.
+// as a smoke test. The fixed-order reducer runs as a GPU rank does by default: in pieces of
+// 64 MiB tables, each piece folded while the next arrives (FixedOrderOptions::for_device,
+// NcclTransport::start_exchange); where that makes more than one piece, the same reduction in
+// one piece (no overlap) is timed too, so the pipeline's gain or cost shows.
 //
 // Each rank is one process, started by a launcher the launch layer knows (our own
 // variables, torchrun, Slurm, Open MPI), e.g. for W ranks on one host:
@@ -79,6 +82,15 @@ int iterations_for(std::size_t bytes) {
   return static_cast<int>(std::clamp<std::size_t>((std::size_t{4} << 30) / bytes, 5, 200));
 }
 
+// The pieces the fixed-order reducer cuts an arena of n floats into (its rule: shard 0, the
+// largest, sets the table size; a world of one folds in place, in one).
+std::size_t pieces_of(const FixedOrderOptions& options, std::size_t n, std::uint32_t world) {
+  if (world == 1) return 1;
+  const std::size_t table_bytes = (n + world - 1) / world * sizeof(float) * world;
+  const std::size_t limit = options.piece_table_bytes;
+  return limit == 0 || table_bytes <= limit ? 1 : (table_bytes + limit - 1) / limit;
+}
+
 // Seconds per call of `op`, the slowest rank's (every call returns with its bytes landed).
 template <typename Op>
 double seconds_per_call(Transport& transport, int iterations, Op op) {
@@ -116,7 +128,11 @@ int run(int argc, char** argv) {
   connect.timeout = options.timeout;
   connect.stream = fold_device.stream();
   std::unique_ptr<Transport> nccl = connect_nccl(connect);
-  FixedOrderReducer reducer(*nccl, fold_device);
+  const FixedOrderOptions pipelined = FixedOrderOptions::for_device(fold_device);
+  FixedOrderReducer reducer(*nccl, fold_device, pipelined);
+  FixedOrderOptions whole = pipelined;
+  whole.piece_table_bytes = 0;
+  FixedOrderReducer one_piece(*nccl, fold_device, whole);
 
   // Gradient-like values; the library's repeated in-place sums may overflow to inf, which
   // costs a GPU nothing extra. The fixed-order calls use the mean, which stays bounded.
@@ -135,8 +151,9 @@ int run(int argc, char** argv) {
   if (launch.rank == 0) {
     std::printf("# %s, %u ranks, %s\n", nccl->library_version().c_str(), launch.world,
                 fold_device.name());
-    std::printf("%12s %11s | %11s %9s %9s | %11s %9s %9s | %6s\n", "bytes", "floats", "fixed us",
-                "algbw", "busbw", "nccl us", "algbw", "busbw", "ratio");
+    std::printf("%12s %11s | %11s %9s %9s | %11s %9s %9s | %6s | %6s %11s\n", "bytes", "floats",
+                "fixed us", "algbw", "busbw", "nccl us", "algbw", "busbw", "ratio", "pieces",
+                "1-piece us");
   }
   for (std::size_t bytes = options.min_bytes; bytes <= options.max_bytes; bytes *= 2) {
     const std::size_t n = bytes / sizeof(float);
@@ -145,12 +162,18 @@ int run(int argc, char** argv) {
         seconds_per_call(*nccl, iterations, [&] { reducer.all_reduce(arena, n, Op::kMean); });
     const double library =
         seconds_per_call(*nccl, iterations, [&] { nccl->library_sum(arena, n); });
+    const std::size_t pieces = pieces_of(pipelined, n, launch.world);
+    const double fixed_one_piece =
+        pieces > 1 ? seconds_per_call(*nccl, iterations,
+                                      [&] { one_piece.all_reduce(arena, n, Op::kMean); })
+                   : fixed;
     const double fixed_algbw = static_cast<double>(bytes) / fixed / 1e9;
     const double library_algbw = static_cast<double>(bytes) / library / 1e9;
     if (launch.rank == 0) {
-      std::printf("%12zu %11zu | %11.2f %9.2f %9.2f | %11.2f %9.2f %9.2f | %6.2f\n", bytes, n,
-                  fixed * 1e6, fixed_algbw, fixed_algbw * bus_factor, library * 1e6, library_algbw,
-                  library_algbw * bus_factor, fixed / library);
+      std::printf("%12zu %11zu | %11.2f %9.2f %9.2f | %11.2f %9.2f %9.2f | %6.2f | %6zu %11.2f\n",
+                  bytes, n, fixed * 1e6, fixed_algbw, fixed_algbw * bus_factor, library * 1e6,
+                  library_algbw, library_algbw * bus_factor, fixed / library, pieces,
+                  fixed_one_piece * 1e6);
       std::fflush(stdout);
     }
     results.push_back({{"bytes", bytes},
@@ -162,7 +185,10 @@ int run(int argc, char** argv) {
                        {"nccl_allreduce_us", library * 1e6},
                        {"nccl_allreduce_algbw_GBps", library_algbw},
                        {"nccl_allreduce_busbw_GBps", library_algbw * bus_factor},
-                       {"fixed_over_nccl_time", fixed / library}});
+                       {"fixed_over_nccl_time", fixed / library},
+                       {"fixed_order_pieces", pieces},
+                       {"fixed_order_one_piece_us", fixed_one_piece * 1e6},
+                       {"pipelined_over_one_piece_time", fixed / fixed_one_piece}});
   }
   fold_device.free(arena);
   if (launch.rank == 0 && !options.json.empty()) {

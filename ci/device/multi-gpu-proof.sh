@@ -8,8 +8,11 @@
 #      reversed, or NCCL_ALGO=Ring|Tree, or NCCL_PROTO=Simple|LL (library-sum may: compare
 #      lists which)
 #   3. a fault: SIGKILL one rank mid-reduction; the world must end (exit 3) within the
-#      deadline + 2 s with no rank process left
-#   4. the NCCL benchmark (fixed-order vs ncclAllReduce) at W = 2 and W = the GPU count
+#      deadline + 2 s with no rank process left (its 64 MiB arena is cut into two pieces, so
+#      the survivors may be waiting in a started exchange: NcclTransport::start_exchange)
+#   4. the NCCL benchmark (fixed-order, pipelined in 64 MiB pieces and, where that makes
+#      several, in one piece, vs ncclAllReduce) at W = 2 and W = the GPU count; the summary
+#      lists the pipelined and one-piece times of the sizes cut into pieces
 # NOT RUN YET: no machine with several GPUs has been lent (see the README).
 #   usage (device machine, repository root): bash ci/device/multi-gpu-proof.sh
 set -uo pipefail
@@ -71,7 +74,23 @@ note "fault: SIGKILL rank pid $victim: supervisor rc=$rc after $took ms, $left r
 cat "$work/fault.log" >>"$out/log.txt"
 
 # 4. The benchmark at W = 2 and W = the GPU count.
-bash "$root/ci/device/run-nccl-bench.sh" 2 >>"$out/log.txt" 2>&1
-((gpus > 2)) && bash "$root/ci/device/run-nccl-bench.sh" "$gpus" >>"$out/log.txt" 2>&1
+OUT="$out" bash "$root/ci/device/run-nccl-bench.sh" 2 >>"$out/log.txt" 2>&1
+((gpus > 2)) && OUT="$out" bash "$root/ci/device/run-nccl-bench.sh" "$gpus" >>"$out/log.txt" 2>&1
+# The fixed-order pipeline (pieces of 64 MiB tables) against one piece, per size cut in pieces.
+python3 - "$out"/nccl-bench-W*.json <<'EOF' | tee -a "$summary"
+import json, os, sys
+for path in sys.argv[1:]:
+    try:
+        data = json.load(open(path))
+    except Exception as e:
+        print("no NCCL benchmark JSON:", path, e); continue
+    print(f"{os.path.basename(path)}: {data['context'].get('nccl')}")
+    print(f"  {'bytes':>12} {'pieces':>6} {'pipelined us':>13} {'1-piece us':>11} {'ratio':>6} {'nccl us':>9}")
+    for r in data["results"]:
+        if r.get("fixed_order_pieces", 1) > 1:
+            print(f"  {r['bytes']:12} {r['fixed_order_pieces']:6} {r['fixed_order_us']:13.1f} "
+                  f"{r['fixed_order_one_piece_us']:11.1f} {r['pipelined_over_one_piece_time']:6.3f} "
+                  f"{r['nccl_allreduce_us']:9.1f}")
+EOF
 tar -czf "$out/reports.tar.gz" -C "$work" reports
 note "steps failed: $(grep -c 'rc=[1-9]' "$summary")"

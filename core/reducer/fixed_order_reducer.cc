@@ -70,6 +70,8 @@ FixedOrderOptions FixedOrderOptions::for_device(const FoldDevice& device) {
   if (std::strcmp(device.name(), host_fold_device().name()) == 0) {
     options.piece_table_bytes = std::size_t{8} << 20;
     options.own_slot_in_place = true;
+  } else {
+    options.piece_table_bytes = std::size_t{64} << 20;  // a GPU: see the header
   }
   return options;
 }

@@ -31,8 +31,12 @@ struct FixedOrderOptions {
   bool own_slot_in_place = false;
 
   // 8 MiB tables for the host fold (2 MiB per slot at W = 4: the best of 1, 2, 4 and 8 MiB
-  // measured at W = 2 and 4, 16 and 64 MiB on this project's 2-core boxes); whole shards
-  // elsewhere (a GPU fold has no such cache effect and its transport wants large messages).
+  // measured at W = 2 and 4, 16 and 64 MiB on this project's 2-core boxes). 64 MiB tables
+  // on a GPU: its fold has no cache effect to chase, but pieces let it run under the
+  // transfers (NcclTransport::start_exchange) and bound the scratch at two tables instead of
+  // a copy of the whole arena; 64 MiB keeps every message large (64 MiB / W per peer: 8 MiB
+  // at W = 8, where NCCL's point-to-point bandwidth has levelled off) and the pieces few (16
+  // for a 1 GiB arena), since each costs one more grouped launch and wait.
   static FixedOrderOptions for_device(const FoldDevice& device);
 };
 
