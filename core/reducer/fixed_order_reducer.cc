@@ -68,7 +68,7 @@ ExchangePlan distribute_from_owners(float* arena, const std::vector<Shard>& plan
 FixedOrderOptions FixedOrderOptions::for_device(const FoldDevice& device) {
   FixedOrderOptions options;
   if (std::strcmp(device.name(), host_fold_device().name()) == 0) {
-    options.piece_table_bytes = std::size_t{8} << 20;
+    options.piece_table_bytes = std::size_t{16} << 20;
     options.own_slot_in_place = true;
   } else {
     options.piece_table_bytes = std::size_t{64} << 20;  // a GPU: see the header
