@@ -144,10 +144,10 @@ namespace detail {
 // within noise of it at every W, and needs the fewest registers (60: 4 blocks per SM).
 FoldShape default_fold_shape() { return FoldShape::kBatch8Unroll1; }
 
-// Not yet measured against kOverlappingLoads (bench_cuda compares them). Chosen because it
-// asks the memory system for each byte once, as the aligned path does, where overlapping
-// loads double the requests to L1/L2 for every misaligned slot.
-FoldRealign default_fold_realign() { return FoldRealign::kShuffle; }
+// Measured on an H200 (2026-12-03, bench/results/cuda-fold-h200.md): the warp shuffles cost
+// more than the second, mostly L1-hit load of overlapping loads (W = 8 stride + 1: 0.977 vs
+// 0.991 of a copy; W = 16: 0.958 vs 0.978), so every lane loads both chunks itself.
+FoldRealign default_fold_realign() { return FoldRealign::kOverlappingLoads; }
 
 const char* to_string(FoldShape shape) {
   switch (shape) {
