@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/arena.h"
 #include "core/cuda/device_info.h"
 #include "core/fold_law.h"
 
@@ -48,6 +49,16 @@ inline ::testing::AssertionResult same_bits(const std::vector<float>& expected,
       << ": expected 0x" << std::hex << bits_of(expected[first]) << " (" << expected[first]
       << "), got 0x" << bits_of(actual[first]) << " (" << actual[first] << ")";
   return ::testing::AssertionFailure() << out.str();
+}
+
+// Every logical rank's arena of one case: rank r's n values of `dist` under `seed`.
+inline std::vector<std::vector<float>> arenas_of(Distribution dist, std::uint32_t world,
+                                                 std::size_t n, std::uint64_t seed) {
+  std::vector<std::vector<float>> arenas;
+  for (std::uint32_t r = 0; r < world; ++r) {
+    arenas.push_back(generate_arena(ArenaSpec{kLatestGenerator, dist, seed}, r, n));
+  }
+  return arenas;
 }
 
 }  // namespace rv::test

@@ -21,16 +21,8 @@
 namespace rv {
 namespace {
 
+using test::arenas_of;
 using test::same_bits;
-
-std::vector<std::vector<float>> arenas_of(Distribution dist, std::uint32_t world, std::size_t n,
-                                          std::uint64_t seed) {
-  std::vector<std::vector<float>> arenas;
-  for (std::uint32_t r = 0; r < world; ++r) {
-    arenas.push_back(generate_arena(ArenaSpec{kLatestGenerator, dist, seed}, r, n));
-  }
-  return arenas;
-}
 
 TEST(LoopbackPipeline, EveryPieceCountGivesTheBitsOfOnePieceAndOfTheContract) {
   RV_SKIP_WITHOUT_GPU();
