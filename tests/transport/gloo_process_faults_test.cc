@@ -1,7 +1,8 @@
 // Real processes over the Gloo transport, as in a live world: W forked rank processes meet in
 // a FileStore directory and all-gather in a loop; then one rank is killed (SIGKILL: its
 // sockets close) or frozen (SIGSTOP: connected, silent). Every survivor must end with an
-// error naming that rank — within the timeout plus 2 s, never a hang, a signal or an abort.
+// error naming that rank (or, when frozen, naming a survivor whose error names it) — within
+// the timeout plus 2 s, never a hang, a signal or an abort.
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -12,6 +13,8 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <regex>
+#include <set>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -153,18 +156,46 @@ TEST(GlooProcessFaults, KilledRankIsNamedByEverySurvivorInTime) {
   }
 }
 
+// The ranks an error blames: every "rank N: " in it (the label says "rank R of W: ").
+std::set<std::uint32_t> blamed_in(const std::string& error) {
+  static const std::regex kBlame("rank ([0-9]+): ");
+  std::set<std::uint32_t> ranks;
+  for (auto it = std::sregex_iterator(error.begin(), error.end(), kBlame);
+       it != std::sregex_iterator(); ++it) {
+    ranks.insert(static_cast<std::uint32_t>(std::stoul((*it)[1].str())));
+  }
+  return ranks;
+}
+
+// A frozen rank is silent, not gone, so each survivor can only name the peer its own wait
+// ran out on. That is the frozen rank, or a survivor that was itself stuck waiting on it (it
+// had not yet posted the receive for our bytes) and whose own error names it: the blame
+// leads from every survivor to the frozen rank in at most one step.
 TEST(GlooProcessFaults, FrozenRankIsNamedByEverySurvivorWithinTheTimeout) {
   const auto survivors = run_world_with_fault(SIGSTOP);
   ASSERT_EQ(survivors.size(), kWorld - 1);
+  bool named_directly = false;
   for (std::size_t r = 0; r < survivors.size(); ++r) {
     const Survivor& s = survivors[r];
     ASSERT_GE(s.seconds_after_fault, 0) << "rank " << r << " did not end";
     ASSERT_TRUE(WIFEXITED(s.status)) << "rank " << r << " died of signal " << WTERMSIG(s.status);
     EXPECT_EQ(WEXITSTATUS(s.status), kDeadline) << s.error;
     // "no data within 2 s" or "did not take our data within 2 s", whichever wait ran out.
-    EXPECT_NE(s.error.find("rank 2: "), std::string::npos) << s.error;
     EXPECT_NE(s.error.find("within 2 s (peer dead or frozen?)"), std::string::npos) << s.error;
     EXPECT_LT(s.seconds_after_fault, 2.0 + 2.0) << s.error;
+    named_directly = named_directly || blamed_in(s.error).count(kVictim) == 1;
+  }
+  EXPECT_TRUE(named_directly) << "no survivor named the frozen rank";
+  for (std::size_t r = 0; r < survivors.size(); ++r) {
+    const std::set<std::uint32_t> blamed = blamed_in(survivors[r].error);
+    EXPECT_FALSE(blamed.empty()) << survivors[r].error;
+    bool leads_to_victim = blamed.count(kVictim) == 1;
+    for (std::uint32_t peer : blamed) {
+      leads_to_victim = leads_to_victim ||
+                        (peer < survivors.size() && blamed_in(survivors[peer].error).count(kVictim));
+    }
+    EXPECT_TRUE(leads_to_victim) << "rank " << r << "'s blame does not lead to the frozen rank: "
+                                 << survivors[r].error;
   }
 }
 
