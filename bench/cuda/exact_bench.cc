@@ -9,10 +9,12 @@
 //   agreement traffic: 4 B read per element + 24 B written per 1024 elements
 //   copy: (read + written) / 2 bytes copied, i.e. the same bytes moved
 //   copy_fraction = kernel bandwidth / copy bandwidth (target ≥ 0.8 on the H200)
-// Variants: the encode with the limb width known at run time or as a compile-time constant,
-// the round for sum and for mean, the mean with the long division by W, its reciprocal, or
-// (W = 8 being a power of two) no division (detail::LimbWidth, detail::MeanDivision;
-// "(default)" marks what the device uses).
+// Variants: the agreement's loads (detail::AgreementLoads), the encode with the limb width
+// known at run time or as a compile-time constant, the round for sum and for mean, the mean
+// with the long division by W, its reciprocal, in double screened for midpoints (the default
+// where W is not a power of two; here it runs on W = 8's sums, the same work), or (W = 8
+// being a power of two) no division (detail::LimbWidth, detail::MeanDivision; "(default)"
+// marks what the device uses at W = 8).
 //
 // Run: bench_cuda_exact --benchmark_out=FILE.json --benchmark_out_format=json
 #include <benchmark/benchmark.h>
@@ -26,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/cuda/read_probe.h"
 #include "core/arena.h"
 #include "core/cuda/device_buffer.h"
 #include "core/cuda/device_info.h"
@@ -165,14 +168,29 @@ void measure(benchmark::State& state, const std::function<void()>& kernel, doubl
 
 void BM_ExactAgreement(benchmark::State& state) {
   Workload& w = workload();
+  const auto loads = detail::kAllAgreementLoads[state.range(0)];
   const double bytes = static_cast<double>(kValueBytes) + static_cast<double>(w.agreement.bytes());
   measure(
       state,
       [&] {
-        launch_exact_agreement_words(w.values.floats(), kValues,
-                                     static_cast<std::int64_t*>(w.agreement.data()), w.stream);
+        detail::launch_exact_agreement_words_with(w.values.floats(), kValues,
+                                                  static_cast<std::int64_t*>(w.agreement.data()),
+                                                  w.stream, loads);
       },
-      bytes, "agreement words");
+      bytes,
+      std::string("agreement words ") + detail::to_string(loads) +
+          (loads == detail::default_agreement_loads() ? " (default)" : ""));
+}
+
+// Not an exact kernel: the read-only probe (read_probe.h), the ceiling the agreement's
+// traffic can reach on this device.
+void BM_ReadOnlyProbe(benchmark::State& state) {
+  Workload& w = workload();
+  // Its few words go where the round's results go (far larger).
+  auto* words = static_cast<std::uint32_t*>(w.results.data());
+  measure(
+      state, [&] { rv::bench::launch_read_probe(w.values.floats(), kValues, words, w.stream); },
+      static_cast<double>(kValueBytes), "read-only probe (not a kernel of the contract)");
 }
 
 void BM_ExactEncode(benchmark::State& state) {
@@ -208,6 +226,13 @@ void BM_ExactRound(benchmark::State& state) {
 }
 
 BENCHMARK(BM_ExactAgreement)
+    ->ArgNames({"loads"})
+    ->Arg(0)
+    ->Arg(1)
+    ->UseManualTime()
+    ->Iterations(kIterations)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ReadOnlyProbe)
     ->UseManualTime()
     ->Iterations(kIterations)
     ->Unit(benchmark::kMillisecond);
@@ -224,6 +249,7 @@ BENCHMARK(BM_ExactRound)
     ->Args({1, 0})
     ->Args({1, 1})
     ->Args({1, 2})
+    ->Args({1, 3})
     ->UseManualTime()
     ->Iterations(kIterations)
     ->Unit(benchmark::kMillisecond);

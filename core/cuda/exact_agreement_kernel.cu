@@ -49,6 +49,49 @@ __device__ __forceinline__ void widen(LaneAgreement& a, float4 v) {
   widen(a, float_bits(v.w));
 }
 
+// The same words as widen, for a lane's 32 elements at once, in fewer instructions (the
+// quarter-rate bit counts are what limits the kernel: one per element here, two in widen):
+//   - the largest magnitude of all, Inf and NaN included: when it is below Inf's, the lane
+//     saw none and it is the finite maximum; otherwise the lane redoes its elements with
+//     widen (rare: the special words then mark the block anyway);
+//   - the lowest set bit of each element from t & −t, t the magnitude with bit 23 forced on
+//     for a normal (its implicit bit) and left alone for a subnormal, so a zero has none:
+//     position max(e, 1) − 1 + (31 − clz(t & −t)), which for a zero wraps to 2^32 − 1 and
+//     never wins the minimum;
+//   - −0 in a predicate, Inf and NaN through the fallback.
+template <int kQuads>
+__device__ __forceinline__ LaneAgreement lane_agreement_fast(const float4 (&v)[kQuads]) {
+  std::uint32_t largest = 0, lowest = 0xFFFFFFFFu;
+  bool negative_zero = false;
+  const auto take = [&](std::uint32_t bits) {
+    const std::uint32_t magnitude = bits & 0x7FFFFFFFu;
+    largest = max(largest, magnitude);
+    negative_zero = negative_zero || bits == 0x80000000u;
+    const std::uint32_t t = magnitude | (min(magnitude, 0x800000u) & 0x800000u);
+    const std::uint32_t low_bit = t & (0u - t);
+    const std::uint32_t position =
+        max(magnitude >> 23, 1u) + 30u - static_cast<std::uint32_t>(__clz(static_cast<int>(low_bit)));
+    lowest = min(lowest, position);
+  };
+#pragma unroll
+  for (int j = 0; j < kQuads; ++j) {
+    take(float_bits(v[j].x));
+    take(float_bits(v[j].y));
+    take(float_bits(v[j].z));
+    take(float_bits(v[j].w));
+  }
+  LaneAgreement lane;
+  if (largest >= 0x7F800000u) {
+#pragma unroll
+    for (int j = 0; j < kQuads; ++j) widen(lane, v[j]);
+    return lane;
+  }
+  lane.max_magnitude = largest;
+  lane.min_bottom = min(lowest, 0xFFFFu);
+  lane.special = negative_zero ? 1u : 0u;
+  return lane;
+}
+
 __device__ __forceinline__ exact::AgreementWords to_words(const LaneAgreement& a) {
   exact::AgreementWords words;
   words.special = a.special;
@@ -109,6 +152,29 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// Full blocks of an aligned arena, two per warp at a time: all sixteen float4 loads of a
+// lane are issued (streaming: the values are read once) before either block is reduced.
+__global__ void __launch_bounds__(kThreads)
+    agreement_two_blocks_kernel(const float* values, std::size_t full_blocks,
+                                std::int64_t* words) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const std::size_t warps = static_cast<std::size_t>(gridDim.x) * kWarpsPerBlock;
+  const std::size_t warp = static_cast<std::size_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+  for (std::size_t b = 2 * warp; b < full_blocks; b += 2 * warps) {
+    const bool second = b + 1 < full_blocks;  // the same for the whole warp
+    const float4* block = reinterpret_cast<const float4*>(values + b * exact::kBlock);
+    float4 v[8], w[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) v[j] = __ldcs(block + j * 32 + lane);
+    if (second) {
+#pragma unroll
+      for (int j = 0; j < 8; ++j) w[j] = __ldcs(block + 256 + j * 32 + lane);
+    }
+    store_words(lane_agreement_fast(v), lane, words + b * exact::kAgreementWords);
+    if (second) store_words(lane_agreement_fast(w), lane, words + (b + 1) * exact::kAgreementWords);
+  }
+}
+
 // Any block, scalar loads: a short last block, or an arena that is not 16-byte aligned.
 __global__ void __launch_bounds__(kThreads)
     agreement_kernel(const float* values, std::size_t n, std::size_t first_block,
@@ -130,6 +196,27 @@ __global__ void __launch_bounds__(kThreads)
 
 void launch_exact_agreement_words(const float* d_values, std::size_t n, std::int64_t* d_words,
                                   void* cuda_stream) {
+  detail::launch_exact_agreement_words_with(d_values, n, d_words, cuda_stream,
+                                            detail::default_agreement_loads());
+}
+
+namespace detail {
+
+AgreementLoads default_agreement_loads() { return AgreementLoads::kPrefetchNext; }
+
+const char* to_string(AgreementLoads loads) {
+  switch (loads) {
+    case AgreementLoads::kPrefetchNext:
+      return "prefetch-next";
+    case AgreementLoads::kTwoBlocksStreaming:
+      return "two-blocks-streaming";
+  }
+  return "unknown";
+}
+
+void launch_exact_agreement_words_with(const float* d_values, std::size_t n,
+                                       std::int64_t* d_words, void* cuda_stream,
+                                       AgreementLoads loads) {
   if (n == 0) return;
   check_pointer(d_values, "launch_exact_agreement_words", "the values");
   check_pointer(d_words, "launch_exact_agreement_words", "the words");
@@ -137,11 +224,17 @@ void launch_exact_agreement_words(const float* d_values, std::size_t n, std::int
   const auto stream = as_stream(cuda_stream);
   const bool aligned = reinterpret_cast<std::uintptr_t>(d_values) % 16 == 0;
   const std::size_t full_blocks = aligned ? n / exact::kBlock : 0;
-  if (full_blocks != 0) {
+  if (full_blocks != 0 && loads == AgreementLoads::kPrefetchNext) {
     const unsigned grid = grid_for(agreement_full_blocks_kernel,
                                    (full_blocks + kWarpsPerBlock - 1) / kWarpsPerBlock);
     agreement_full_blocks_kernel<<<grid, kThreads, 0, stream>>>(d_values, full_blocks, d_words);
     RV_CUDA_CHECK_LAUNCH("agreement_full_blocks_kernel");
+  } else if (full_blocks != 0) {
+    const std::size_t pairs = (full_blocks + 1) / 2;
+    const unsigned grid =
+        grid_for(agreement_two_blocks_kernel, (pairs + kWarpsPerBlock - 1) / kWarpsPerBlock);
+    agreement_two_blocks_kernel<<<grid, kThreads, 0, stream>>>(d_values, full_blocks, d_words);
+    RV_CUDA_CHECK_LAUNCH("agreement_two_blocks_kernel");
   }
   if (full_blocks < blocks) {
     const std::size_t rest = blocks - full_blocks;
@@ -151,4 +244,5 @@ void launch_exact_agreement_words(const float* d_values, std::size_t n, std::int
   }
 }
 
+}  // namespace detail
 }  // namespace rv

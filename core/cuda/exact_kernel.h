@@ -59,6 +59,21 @@ void launch_combine_words(const std::int64_t* d_stacked, std::uint32_t slots,
 
 namespace detail {
 
+// How the agreement kernel reads an aligned arena's full blocks, one warp per block:
+//   kPrefetchNext: each warp loads its next block while it reduces the current one;
+//   kTwoBlocksStreaming: each warp loads two blocks at once with streaming (evict-first)
+//     loads, then reduces them with fewer instructions per element, a lane that saw Inf or
+//     NaN redoing its elements the exact way (exact_agreement_kernel.cu).
+// The same words (the tests hold each to host_exact.cc); the benchmark compares them.
+enum class AgreementLoads : std::uint8_t { kPrefetchNext, kTwoBlocksStreaming };
+inline constexpr AgreementLoads kAllAgreementLoads[] = {AgreementLoads::kPrefetchNext,
+                                                        AgreementLoads::kTwoBlocksStreaming};
+AgreementLoads default_agreement_loads();
+const char* to_string(AgreementLoads loads);
+void launch_exact_agreement_words_with(const float* d_values, std::size_t n,
+                                       std::int64_t* d_words, void* cuda_stream,
+                                       AgreementLoads loads);
+
 // How the encode kernel knows the limb width: read from the plan at run time, or as a
 // compile-time constant (one kernel per width 43 … 62), which turns exact::digits_of's
 // division of a bit offset by the width into a multiply and a shift. The same bits; the
@@ -79,12 +94,22 @@ void launch_exact_encode_with(const float* d_values, const ExactPlanView& plan,
 //   kPowerOfTwo (W = 2^k only): no division: |D| / 2^k is exact, so the mean is the sum's
 //     rounding k bit positions lower, exact::round_one_limb(D, bottom − k, W, sum). Both
 //     are the correctly rounded value of the same real number |D| × 2^(bottom − k − 149).
+//   kScreenedDouble: the quotient in double, D × (1/W) × 2^(bottom − 149), within 3 units
+//     in its last place of the true one, rounded to float unless a float midpoint may lie
+//     that close (the 29 bits below the float's 24 within 8 of the midpoint pattern) or the
+//     result is below 2^-125; those few take the long division (exact_round_kernel.cu).
 // All give the same bits (the tests hold each to host_exact.cc); the benchmark compares them.
-enum class MeanDivision : std::uint8_t { kLongDivision, kReciprocal, kPowerOfTwo };
+enum class MeanDivision : std::uint8_t {
+  kLongDivision,
+  kReciprocal,
+  kPowerOfTwo,
+  kScreenedDouble
+};
 inline constexpr MeanDivision kAllMeanDivisions[] = {
-    MeanDivision::kLongDivision, MeanDivision::kReciprocal, MeanDivision::kPowerOfTwo};
+    MeanDivision::kLongDivision, MeanDivision::kReciprocal, MeanDivision::kPowerOfTwo,
+    MeanDivision::kScreenedDouble};
 // What launch_exact_round uses for a world: kPowerOfTwo where W is a power of two (W = 1
-// included), kReciprocal otherwise.
+// included), kScreenedDouble otherwise.
 MeanDivision default_mean_division(std::uint32_t world);
 bool applies_to(MeanDivision division, std::uint32_t world);
 const char* to_string(MeanDivision division);

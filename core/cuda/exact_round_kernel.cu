@@ -66,12 +66,35 @@ __device__ __forceinline__ std::uint32_t round_one_limb_sum(std::int64_t d, int 
   return exact::round_one_limb(d, bottom, 1, false);
 }
 
+// exact::round_one_limb for a mean, in double, screened. The true mean is
+// v = D × 2^(bottom − 149) / W. y = (double(D) × r) × 2^(bottom − 149), r = 1/W rounded to
+// double, has three roundings to 53 bits (the conversion, r, the product; the power of two
+// is exact in double's range), so |y − v| ≤ 3 × 2^-53 |v|: at most 3 units in y's last
+// place. Rounding y to float (RNE24) gives RNE24(v) unless a rounding boundary of float lies
+// between them; float's boundaries are the midpoints between floats, whose pattern in y's
+// 29 bits below the float's 24 is 2^28 exactly. So a y whose 29 low bits are more than 8
+// from 2^28 rounds like v (overflow included: the boundary to Inf is the midpoint above
+// FLT_MAX), and the rest, about 17 in 2^29, take the law's long division. Results below
+// 2^-125 do too: there float rounds at 2^-149, not at 24 bits.
+__device__ __forceinline__ std::uint32_t round_one_limb_mean_screened(std::int64_t d, int bottom,
+                                                                      std::uint32_t world,
+                                                                      double reciprocal) {
+  if (d == 0) return 0u;
+  const double scale = __longlong_as_double(static_cast<long long>(bottom - 149 + 1023) << 52);
+  const double y = __dmul_rn(__dmul_rn(__ll2double_rn(d), reciprocal), scale);
+  const auto low29 = static_cast<std::uint32_t>(__double_as_longlong(y)) & ((1u << 29) - 1);
+  const bool near_midpoint = low29 - ((1u << 28) - 8) <= 16;
+  if (near_midpoint || fabs(y) < 0x1p-125) return exact::round_one_limb(d, bottom, world, true);
+  return float_bits(__double2float_rn(y));
+}
+
 struct RoundArgs {
   const std::int64_t* sums;
   ExactPlanView plan;
   float* out;
   Reciprocal reciprocal;  // of plan.world, for the mean with kReciprocal
   int log2_world;         // for the mean with kPowerOfTwo
+  double reciprocal_double;  // 1 / plan.world rounded to double, for kScreenedDouble
 };
 
 template <bool kMean, MeanDivision kDivision>
@@ -79,6 +102,8 @@ __device__ __forceinline__ std::uint32_t round_digit(std::int64_t d, int bottom,
                                                      const RoundArgs& a) {
   if constexpr (kMean && kDivision == MeanDivision::kReciprocal) {
     return round_one_limb_mean(d, bottom, a.reciprocal);
+  } else if constexpr (kMean && kDivision == MeanDivision::kScreenedDouble) {
+    return round_one_limb_mean_screened(d, bottom, a.plan.world, a.reciprocal_double);
   } else if constexpr (kMean && kDivision == MeanDivision::kPowerOfTwo) {
     // |D| / 2^k × 2^(bottom − 149) = |D| × 2^(bottom − k − 149), exactly: the sum's rounding.
     return round_one_limb_sum(d, bottom - a.log2_world);
@@ -168,7 +193,8 @@ void launch_exact_round(const std::int64_t* d_sums, const ExactPlanView& plan, O
 namespace detail {
 
 MeanDivision default_mean_division(std::uint32_t world) {
-  return log2_if_power_of_two(world) >= 0 ? MeanDivision::kPowerOfTwo : MeanDivision::kReciprocal;
+  return log2_if_power_of_two(world) >= 0 ? MeanDivision::kPowerOfTwo
+                                           : MeanDivision::kScreenedDouble;
 }
 
 bool applies_to(MeanDivision division, std::uint32_t world) {
@@ -183,6 +209,8 @@ const char* to_string(MeanDivision division) {
       return "reciprocal";
     case MeanDivision::kPowerOfTwo:
       return "power-of-two";
+    case MeanDivision::kScreenedDouble:
+      return "screened-double";
   }
   return "unknown";
 }
@@ -202,7 +230,8 @@ void launch_exact_round_with(const std::int64_t* d_sums, const ExactPlanView& pl
     throw InputError("launch_exact_round: the output overlaps the summed words");
   }
   const bool mean = op == Op::kMean;
-  RoundArgs args{d_sums, plan, d_out, Reciprocal{}, log2_if_power_of_two(plan.world)};
+  RoundArgs args{d_sums, plan, d_out, Reciprocal{}, log2_if_power_of_two(plan.world),
+                 1.0 / static_cast<double>(plan.world)};
   // W = 1 has no reciprocal below 2^64; its mean is the long division's (one step per digit).
   if (mean && plan.world == 1 && division == MeanDivision::kReciprocal) {
     division = MeanDivision::kLongDivision;
@@ -219,6 +248,8 @@ void launch_exact_round_with(const std::int64_t* d_sums, const ExactPlanView& pl
     launch_one_limb(round_one_limb_kernel<true, MeanDivision::kReciprocal>);
   } else if (division == MeanDivision::kPowerOfTwo) {
     launch_one_limb(round_one_limb_kernel<true, MeanDivision::kPowerOfTwo>);
+  } else if (division == MeanDivision::kScreenedDouble) {
+    launch_one_limb(round_one_limb_kernel<true, MeanDivision::kScreenedDouble>);
   } else {
     launch_one_limb(round_one_limb_kernel<true, MeanDivision::kLongDivision>);
   }

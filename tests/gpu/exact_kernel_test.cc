@@ -54,13 +54,14 @@ std::vector<std::int64_t> host_agreement(const std::vector<float>& values) {
   return words;
 }
 
-Output<std::int64_t> gpu_agreement(const std::vector<float>& values, std::size_t offset) {
+Output<std::int64_t> gpu_agreement(const std::vector<float>& values, std::size_t offset,
+                                   detail::AgreementLoads loads) {
   const DeviceBuffer in = upload_at(values, offset);
   const std::size_t words = exact_block_count(values.size()) * exact::kAgreementWords;
   DeviceBuffer out(kDevice, (offset + words + kGuard) * sizeof(std::int64_t));
   out.fill_bytes(kPoisonByte);
-  launch_exact_agreement_words(at<float>(in, offset), values.size(), at<std::int64_t>(out, offset),
-                               nullptr);
+  detail::launch_exact_agreement_words_with(at<float>(in, offset), values.size(),
+                                            at<std::int64_t>(out, offset), nullptr, loads);
   return download_output<std::int64_t>(out, offset, words);
 }
 
@@ -90,10 +91,13 @@ void expect_kernels_equal_host(Distribution dist, std::size_t n, std::size_t off
   for (std::uint32_t r = 0; r < kDistinctRanks; ++r) {
     arenas.push_back(generate_arena(ArenaSpec{kLatestGenerator, dist, 17 + n}, r, n));
     agreement.push_back(host_agreement(arenas.back()));
-    const Output<std::int64_t> gpu = gpu_agreement(arenas.back(), offset);
-    EXPECT_TRUE(same_words(agreement.back(), gpu.values))
-        << "agreement words, rank " << r << " " << describe(dist, 1, n) << " offset " << offset;
-    EXPECT_TRUE(gpu.guards_intact) << "agreement words written out of range";
+    for (detail::AgreementLoads loads : detail::kAllAgreementLoads) {
+      const Output<std::int64_t> gpu = gpu_agreement(arenas.back(), offset, loads);
+      EXPECT_TRUE(same_words(agreement.back(), gpu.values))
+          << "agreement words, rank " << r << " " << describe(dist, 1, n) << " offset " << offset
+          << " " << detail::to_string(loads);
+      EXPECT_TRUE(gpu.guards_intact) << "agreement words written out of range";
+    }
   }
   for (std::uint32_t world : kWorlds) {
     const std::string what = describe(dist, world, n) + " offset " + std::to_string(offset);

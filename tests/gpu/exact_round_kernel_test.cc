@@ -27,8 +27,8 @@ using test::same_bits;
 
 // One-limb blocks with sums across the whole range a world can produce (|D| < W × 2^L) and
 // windows from the bottom of the subnormals to beyond the overflow, for worlds up to 2^20:
-// the mean's reciprocal and power-of-two paths against the host's long division on every
-// kind of quotient.
+// the mean's reciprocal, screened-double and power-of-two paths against the host's long
+// division on every kind of quotient, float midpoints and their neighbours included.
 TEST(ExactKernel, RoundsExtremeOneLimbSumsLikeHost) {
   RV_SKIP_WITHOUT_GPU();
   std::mt19937_64 random(20);
@@ -63,6 +63,17 @@ TEST(ExactKernel, RoundsExtremeOneLimbSumsLikeHost) {
         case 3:
           magnitude = std::uint64_t{1} << (random() % 62);
           break;
+        case 4: {
+          // W × m ± 2, m a float midpoint (25 significant bits ending in 1) as large as the
+          // world allows: quotients on and next to a rounding boundary, where a mean that
+          // rounds an approximation of |D| / W (the screened double) must defer to the law.
+          const int spare = limb_bits - 25;
+          const std::uint64_t midpoint = ((std::uint64_t{1} << 23) | (random() % (1u << 23)))
+                                             << 1 | 1u;
+          const std::uint64_t m = midpoint << (spare > 0 ? random() % (spare + 1) : 0);
+          magnitude = world * m + (random() % 5) - 2;
+          break;
+        }
         default:
           magnitude = random() % (largest + 1);
           break;
@@ -120,7 +131,7 @@ TEST(ExactKernel, PowerOfTwoMeanIsTheSumRoundedLower) {
   }
   for (std::uint32_t world : {3u, 5u, 6u, 1000u, (1u << 20) - 1}) {
     EXPECT_FALSE(detail::applies_to(MeanDivision::kPowerOfTwo, world));
-    EXPECT_EQ(detail::default_mean_division(world), MeanDivision::kReciprocal);
+    EXPECT_EQ(detail::default_mean_division(world), MeanDivision::kScreenedDouble);
   }
 }
 
