@@ -61,9 +61,9 @@ namespace detail {
 
 // How the agreement kernel reads an aligned arena's full blocks, one warp per block:
 //   kPrefetchNext: each warp loads its next block while it reduces the current one;
-//   kTwoBlocksStreaming: each warp loads two blocks at once with streaming (evict-first)
-//     loads, then reduces them with fewer instructions per element, a lane that saw Inf or
-//     NaN redoing its elements the exact way (exact_agreement_kernel.cu).
+//   kTwoBlocksStreaming (the default): each warp loads two blocks at once with streaming
+//     (evict-first) loads, then reduces them with fewer instructions per element
+//     (exact_agreement_kernel.cu).
 // The same words (the tests hold each to host_exact.cc); the benchmark compares them.
 enum class AgreementLoads : std::uint8_t { kPrefetchNext, kTwoBlocksStreaming };
 inline constexpr AgreementLoads kAllAgreementLoads[] = {AgreementLoads::kPrefetchNext,
