@@ -53,8 +53,7 @@ __device__ __forceinline__ void widen(LaneAgreement& a, float4 v) {
 // gives 0 to the max and is kept out of the min), and the lowest set bit's position is the
 // exponent's shift, max(e, 1) − 1, plus the trailing zeros of the magnitude with bit 23
 // forced on: for a normal that bit is the implicit one (so a zero fraction counts 23), and a
-// subnormal has a set bit below it. (Fewer still — one bit count per element, Inf and NaN
-// left to a fallback — measured slower on the H200: 0.70 against 0.75–0.78.)
+// subnormal has a set bit below it.
 __device__ __forceinline__ void widen_lean(LaneAgreement& a, std::uint32_t bits) {
   const std::uint32_t magnitude = bits & 0x7FFFFFFFu;
   const std::uint32_t finite = magnitude < 0x7F800000u ? magnitude : 0u;
@@ -133,34 +132,25 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// Full blocks of an aligned arena, two per warp at a time: all sixteen float4 loads of a
-// lane are issued (streaming: the values are read once) before either block is reduced.
-__global__ void __launch_bounds__(kThreads)
-    agreement_two_blocks_kernel(const float* values, std::size_t full_blocks,
+// Full blocks of an aligned arena, one per warp at a time, no prefetch, registers capped so
+// that six CUDA blocks (48 warps) fit on an SM: latency hidden by many warps, not by
+// registers. (H200: 0.85 of cudaMemcpy; prefetching the next block 0.73, two blocks per
+// warp 0.78 — both hold twice the registers and so half the warps.)
+__global__ void __launch_bounds__(kThreads, 6)
+    agreement_many_warps_kernel(const float* values, std::size_t full_blocks,
                                 std::int64_t* words) {
   const int lane = static_cast<int>(threadIdx.x % 32);
   const std::size_t warps = static_cast<std::size_t>(gridDim.x) * kWarpsPerBlock;
-  const std::size_t warp = static_cast<std::size_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
-  for (std::size_t b = 2 * warp; b < full_blocks; b += 2 * warps) {
-    const bool second = b + 1 < full_blocks;  // the same for the whole warp
+  for (std::size_t b = static_cast<std::size_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+       b < full_blocks; b += warps) {
     const float4* block = reinterpret_cast<const float4*>(values + b * exact::kBlock);
-    float4 v[8], w[8];
+    float4 v[8];
 #pragma unroll
     for (int j = 0; j < 8; ++j) v[j] = __ldcs(block + j * 32 + lane);
-    if (second) {
+    LaneAgreement mine;
 #pragma unroll
-      for (int j = 0; j < 8; ++j) w[j] = __ldcs(block + 256 + j * 32 + lane);
-    }
-    LaneAgreement first_words;
-#pragma unroll
-    for (int j = 0; j < 8; ++j) widen_lean(first_words, v[j]);
-    store_words(first_words, lane, words + b * exact::kAgreementWords);
-    if (second) {
-      LaneAgreement second_words;
-#pragma unroll
-      for (int j = 0; j < 8; ++j) widen_lean(second_words, w[j]);
-      store_words(second_words, lane, words + (b + 1) * exact::kAgreementWords);
-    }
+    for (int j = 0; j < 8; ++j) widen_lean(mine, v[j]);
+    store_words(mine, lane, words + b * exact::kAgreementWords);
   }
 }
 
@@ -191,14 +181,14 @@ void launch_exact_agreement_words(const float* d_values, std::size_t n, std::int
 
 namespace detail {
 
-AgreementLoads default_agreement_loads() { return AgreementLoads::kTwoBlocksStreaming; }
+AgreementLoads default_agreement_loads() { return AgreementLoads::kManyWarps; }
 
 const char* to_string(AgreementLoads loads) {
   switch (loads) {
     case AgreementLoads::kPrefetchNext:
       return "prefetch-next";
-    case AgreementLoads::kTwoBlocksStreaming:
-      return "two-blocks-streaming";
+    case AgreementLoads::kManyWarps:
+      return "many-warps";
   }
   return "unknown";
 }
@@ -219,11 +209,10 @@ void launch_exact_agreement_words_with(const float* d_values, std::size_t n,
     agreement_full_blocks_kernel<<<grid, kThreads, 0, stream>>>(d_values, full_blocks, d_words);
     RV_CUDA_CHECK_LAUNCH("agreement_full_blocks_kernel");
   } else if (full_blocks != 0) {
-    const std::size_t pairs = (full_blocks + 1) / 2;
-    const unsigned grid =
-        grid_for(agreement_two_blocks_kernel, (pairs + kWarpsPerBlock - 1) / kWarpsPerBlock);
-    agreement_two_blocks_kernel<<<grid, kThreads, 0, stream>>>(d_values, full_blocks, d_words);
-    RV_CUDA_CHECK_LAUNCH("agreement_two_blocks_kernel");
+    const unsigned grid = grid_for(agreement_many_warps_kernel,
+                                   (full_blocks + kWarpsPerBlock - 1) / kWarpsPerBlock);
+    agreement_many_warps_kernel<<<grid, kThreads, 0, stream>>>(d_values, full_blocks, d_words);
+    RV_CUDA_CHECK_LAUNCH("agreement_many_warps_kernel");
   }
   if (full_blocks < blocks) {
     const std::size_t rest = blocks - full_blocks;

@@ -61,13 +61,13 @@ namespace detail {
 
 // How the agreement kernel reads an aligned arena's full blocks, one warp per block:
 //   kPrefetchNext: each warp loads its next block while it reduces the current one;
-//   kTwoBlocksStreaming (the default): each warp loads two blocks at once with streaming
-//     (evict-first) loads, then reduces them with fewer instructions per element
+//   kManyWarps (the default): one block per warp, streaming (evict-first) loads, no
+//     prefetch, fewer instructions per element, registers capped for 48 warps per SM
 //     (exact_agreement_kernel.cu).
 // The same words (the tests hold each to host_exact.cc); the benchmark compares them.
-enum class AgreementLoads : std::uint8_t { kPrefetchNext, kTwoBlocksStreaming };
+enum class AgreementLoads : std::uint8_t { kPrefetchNext, kManyWarps };
 inline constexpr AgreementLoads kAllAgreementLoads[] = {AgreementLoads::kPrefetchNext,
-                                                        AgreementLoads::kTwoBlocksStreaming};
+                                                        AgreementLoads::kManyWarps};
 AgreementLoads default_agreement_loads();
 const char* to_string(AgreementLoads loads);
 void launch_exact_agreement_words_with(const float* d_values, std::size_t n,
