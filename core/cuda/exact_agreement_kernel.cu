@@ -132,11 +132,19 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// Six CUDA blocks of 256 threads (48 warps) per SM, where the SM holds that many threads:
+// Turing (sm_75) holds 1024, and ptxas refuses a bound above it.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 750
+constexpr int kManyWarpsBlocksPerSm = 4;
+#else
+constexpr int kManyWarpsBlocksPerSm = 6;
+#endif
+
 // Full blocks of an aligned arena, one per warp at a time, no prefetch, registers capped so
-// that six CUDA blocks (48 warps) fit on an SM: latency hidden by many warps, not by
+// that kManyWarpsBlocksPerSm CUDA blocks fit on an SM: latency hidden by many warps, not by
 // registers. (H200: 0.85 of cudaMemcpy; prefetching the next block 0.73, two blocks per
 // warp 0.78 — both hold twice the registers and so half the warps.)
-__global__ void __launch_bounds__(kThreads, 6)
+__global__ void __launch_bounds__(kThreads, kManyWarpsBlocksPerSm)
     agreement_many_warps_kernel(const float* values, std::size_t full_blocks,
                                 std::int64_t* words) {
   const int lane = static_cast<int>(threadIdx.x % 32);
