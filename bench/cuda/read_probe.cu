@@ -8,7 +8,7 @@ namespace rv::bench {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kGrid = 132 * 8;  // a few resident blocks per SM of an H100/H200 class GPU
+constexpr int kBlocksPerMultiprocessor = 8;
 
 __global__ void __launch_bounds__(kThreads)
     read_probe_kernel(const float4* values, std::size_t quads, std::uint32_t* words) {
@@ -36,14 +36,18 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
-std::size_t read_probe_words() { return static_cast<std::size_t>(kGrid) * kThreads / 32; }
-
-std::size_t launch_read_probe(const float* values, std::size_t n, std::uint32_t* words,
-                              void* cuda_stream) {
-  read_probe_kernel<<<kGrid, kThreads, 0, static_cast<cudaStream_t>(cuda_stream)>>>(
+void launch_read_probe(const float* values, std::size_t n, std::uint32_t* words,
+                       void* cuda_stream) {
+  int device = 0, multiprocessors = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device) !=
+          cudaSuccess) {
+    throw std::runtime_error("read probe: cannot read the device's multiprocessor count");
+  }
+  read_probe_kernel<<<multiprocessors * kBlocksPerMultiprocessor, kThreads, 0,
+                      static_cast<cudaStream_t>(cuda_stream)>>>(
       reinterpret_cast<const float4*>(values), n / 4, words);
   if (cudaGetLastError() != cudaSuccess) throw std::runtime_error("read_probe_kernel launch");
-  return read_probe_words();
 }
 
 }  // namespace rv::bench

@@ -8,12 +8,10 @@
 
 namespace rv::bench {
 
-// ORs the bits of n floats (n a multiple of 1024, `values` 16-byte aligned) into one word
-// per warp at `words` (grid-stride, float4 streaming loads, four per lane in flight).
-// Returns the number of words written.
-std::size_t launch_read_probe(const float* values, std::size_t n, std::uint32_t* words,
-                              void* cuda_stream);
-// How many words launch_read_probe writes at most.
-std::size_t read_probe_words();
+// ORs the bits of n floats (n a multiple of 4, `values` 16-byte aligned) into one word per
+// warp at `words` (grid-stride over eight blocks per multiprocessor, float4 streaming loads,
+// four per lane in flight), at most 64 words per multiprocessor of the current device.
+void launch_read_probe(const float* values, std::size_t n, std::uint32_t* words,
+                       void* cuda_stream);
 
 }  // namespace rv::bench

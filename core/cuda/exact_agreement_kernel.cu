@@ -29,32 +29,11 @@ struct LaneAgreement {
   std::uint32_t special = 0;
 };
 
+// One element: a magnitude below Inf's is finite (zero gives 0 to the max and is kept out of
+// the min), and the lowest set bit's position is the exponent's shift, max(e, 1) − 1, plus
+// the trailing zeros of the magnitude with bit 23 forced on: for a normal that bit is the
+// implicit one (so a zero fraction counts 23), and a subnormal has a set bit below it.
 __device__ __forceinline__ void widen(LaneAgreement& a, std::uint32_t bits) {
-  const std::uint32_t magnitude = bits & 0x7FFFFFFFu;
-  const std::uint32_t exponent = magnitude >> 23;
-  const bool finite_nonzero = magnitude != 0 && exponent != 255u;
-  a.special |= (exponent == 255u || bits == 0x80000000u) ? 1u : 0u;
-  a.max_magnitude = max(a.max_magnitude, finite_nonzero ? magnitude : 0u);
-  const std::uint32_t significand =
-      exponent != 0 ? (magnitude & 0x7FFFFFu) | 0x800000u : magnitude;
-  const std::uint32_t shift = exponent != 0 ? exponent - 1 : 0u;
-  const std::uint32_t bottom = shift + static_cast<std::uint32_t>(__ffs(static_cast<int>(significand)) - 1);
-  a.min_bottom = min(a.min_bottom, finite_nonzero ? bottom : 0xFFFFu);
-}
-
-__device__ __forceinline__ void widen(LaneAgreement& a, float4 v) {
-  widen(a, float_bits(v.x));
-  widen(a, float_bits(v.y));
-  widen(a, float_bits(v.z));
-  widen(a, float_bits(v.w));
-}
-
-// The same words as widen with fewer instructions: a magnitude below Inf's is finite (zero
-// gives 0 to the max and is kept out of the min), and the lowest set bit's position is the
-// exponent's shift, max(e, 1) − 1, plus the trailing zeros of the magnitude with bit 23
-// forced on: for a normal that bit is the implicit one (so a zero fraction counts 23), and a
-// subnormal has a set bit below it.
-__device__ __forceinline__ void widen_lean(LaneAgreement& a, std::uint32_t bits) {
   const std::uint32_t magnitude = bits & 0x7FFFFFFFu;
   const std::uint32_t finite = magnitude < 0x7F800000u ? magnitude : 0u;
   a.special |= static_cast<std::uint32_t>(magnitude >= 0x7F800000u) |
@@ -65,11 +44,11 @@ __device__ __forceinline__ void widen_lean(LaneAgreement& a, std::uint32_t bits)
   a.min_bottom = min(a.min_bottom, finite != 0u ? bottom : 0xFFFFu);
 }
 
-__device__ __forceinline__ void widen_lean(LaneAgreement& a, float4 v) {
-  widen_lean(a, float_bits(v.x));
-  widen_lean(a, float_bits(v.y));
-  widen_lean(a, float_bits(v.z));
-  widen_lean(a, float_bits(v.w));
+__device__ __forceinline__ void widen(LaneAgreement& a, float4 v) {
+  widen(a, float_bits(v.x));
+  widen(a, float_bits(v.y));
+  widen(a, float_bits(v.z));
+  widen(a, float_bits(v.w));
 }
 
 __device__ __forceinline__ exact::AgreementWords to_words(const LaneAgreement& a) {
@@ -157,7 +136,7 @@ __global__ void __launch_bounds__(kThreads, kManyWarpsBlocksPerSm)
     for (int j = 0; j < 8; ++j) v[j] = __ldcs(block + j * 32 + lane);
     LaneAgreement mine;
 #pragma unroll
-    for (int j = 0; j < 8; ++j) widen_lean(mine, v[j]);
+    for (int j = 0; j < 8; ++j) widen(mine, v[j]);
     store_words(mine, lane, words + b * exact::kAgreementWords);
   }
 }
@@ -211,16 +190,12 @@ void launch_exact_agreement_words_with(const float* d_values, std::size_t n,
   const auto stream = as_stream(cuda_stream);
   const bool aligned = reinterpret_cast<std::uintptr_t>(d_values) % 16 == 0;
   const std::size_t full_blocks = aligned ? n / exact::kBlock : 0;
-  if (full_blocks != 0 && loads == AgreementLoads::kPrefetchNext) {
-    const unsigned grid = grid_for(agreement_full_blocks_kernel,
-                                   (full_blocks + kWarpsPerBlock - 1) / kWarpsPerBlock);
-    agreement_full_blocks_kernel<<<grid, kThreads, 0, stream>>>(d_values, full_blocks, d_words);
-    RV_CUDA_CHECK_LAUNCH("agreement_full_blocks_kernel");
-  } else if (full_blocks != 0) {
-    const unsigned grid = grid_for(agreement_many_warps_kernel,
-                                   (full_blocks + kWarpsPerBlock - 1) / kWarpsPerBlock);
-    agreement_many_warps_kernel<<<grid, kThreads, 0, stream>>>(d_values, full_blocks, d_words);
-    RV_CUDA_CHECK_LAUNCH("agreement_many_warps_kernel");
+  if (full_blocks != 0) {
+    const auto kernel = loads == AgreementLoads::kPrefetchNext ? agreement_full_blocks_kernel
+                                                               : agreement_many_warps_kernel;
+    const unsigned grid = grid_for(kernel, (full_blocks + kWarpsPerBlock - 1) / kWarpsPerBlock);
+    kernel<<<grid, kThreads, 0, stream>>>(d_values, full_blocks, d_words);
+    RV_CUDA_CHECK_LAUNCH("agreement full-blocks kernel");
   }
   if (full_blocks < blocks) {
     const std::size_t rest = blocks - full_blocks;

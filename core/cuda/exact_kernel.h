@@ -62,8 +62,7 @@ namespace detail {
 // How the agreement kernel reads an aligned arena's full blocks, one warp per block:
 //   kPrefetchNext: each warp loads its next block while it reduces the current one;
 //   kManyWarps (the default): one block per warp, streaming (evict-first) loads, no
-//     prefetch, fewer instructions per element, registers capped for 48 warps per SM
-//     (exact_agreement_kernel.cu).
+//     prefetch, registers capped for 48 warps per SM (exact_agreement_kernel.cu).
 // The same words (the tests hold each to host_exact.cc); the benchmark compares them.
 enum class AgreementLoads : std::uint8_t { kPrefetchNext, kManyWarps };
 inline constexpr AgreementLoads kAllAgreementLoads[] = {AgreementLoads::kPrefetchNext,

@@ -45,8 +45,6 @@ WorldLaunch long_world(const std::string& job_id) {
   return ::testing::AssertionSuccess();
 }
 
-// Each rank of `ranks` (indices) ended with exit 3 within --timeout + 2 s of `fault`, and its
-// message names a rank of `peers`.
 // Whether rank r's error names one of `peers` ("rank 2: no data …", "rank 3 did not arrive
 // …", "rank 2 (at …"; its own "on rank r of W" does not count).
 bool names_one_of(const RankProcess& rank, int r, const std::vector<int>& peers) {
