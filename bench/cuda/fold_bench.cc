@@ -12,10 +12,10 @@
 // 1, 2 or 3 floats (neighbouring slots at different phases), an output one float off, and
 // table, stride and output all at different phases. The copy always moves the aligned
 // buffers: it is the ceiling, not a copy of the same misalignment.
-// Shapes: every detail::FoldShape on the aligned layout; at W = 8 and 16, the default shape
-// and realignment on every layout, every shape on a stride + 1, and both realignments
-// (detail::FoldRealign) on a stride + 1 and on the all-different layout; at W = 2 and 4, the
-// default on a stride + 1.
+// Shapes: at W = 2 … 8 and 16, every detail::FoldShape on the aligned layout and on
+// a stride + 1, the default shape (detail::default_fold_shape, per path and W) and
+// realignment on every layout, and the other realignment (detail::FoldRealign) on a
+// stride + 1 and on the all-different layout.
 //
 // Run: bench_cuda --benchmark_out=FILE.json --benchmark_out_format=json
 #include <benchmark/benchmark.h>
@@ -153,7 +153,8 @@ void BM_FoldVsCopy(benchmark::State& state) {
   std::string label = std::string(detail::to_string(shape)) + " " + detail::to_string(path);
   if (path == detail::FoldPath::kRealigned) label += std::string("/") + detail::to_string(realign);
   label += std::string(" ") + layout.name;
-  if (shape == detail::default_fold_shape() && realign == detail::default_fold_realign()) {
+  if (shape == detail::default_fold_shape(path, world) &&
+      (path != detail::FoldPath::kRealigned || realign == detail::default_fold_realign())) {
     label += " (default)";
   }
   state.SetLabel(label);
@@ -176,14 +177,17 @@ void fold_arguments(benchmark::internal::Benchmark* b) {
   const auto shapes = static_cast<std::int64_t>(std::size(detail::kAllFoldShapes));
   const auto layouts = static_cast<std::int64_t>(std::size(kLayouts));
   const auto realigns = static_cast<std::int64_t>(std::size(detail::kAllFoldRealigns));
-  const std::int64_t shape = index_of(detail::kAllFoldShapes, detail::default_fold_shape());
   const std::int64_t realign = index_of(detail::kAllFoldRealigns, detail::default_fold_realign());
-  constexpr std::int64_t kStridePlus1 = 1, kAllDifferent = 5;
-  for (std::int64_t world : {2, 4, 8, 16}) {
-    for (std::int64_t s = 0; s < shapes; ++s) b->Args({world, s, 0, realign});
-    if (world < 8) {
-      b->Args({world, shape, kStridePlus1, realign});
-      continue;
+  constexpr std::int64_t kAligned = 0, kStridePlus1 = 1, kAllDifferent = 5;
+  for (std::int64_t world : {2, 3, 4, 5, 6, 7, 8, 16}) {
+    const auto w = static_cast<std::uint32_t>(world);
+    const std::int64_t vector_shape =
+        index_of(detail::kAllFoldShapes, detail::default_fold_shape(detail::FoldPath::kVector, w));
+    const std::int64_t shape =
+        index_of(detail::kAllFoldShapes, detail::default_fold_shape(detail::FoldPath::kRealigned, w));
+    b->Args({world, vector_shape, kAligned, realign});
+    for (std::int64_t s = 0; s < shapes; ++s) {
+      if (s != vector_shape) b->Args({world, s, kAligned, realign});
     }
     for (std::int64_t l = 1; l < layouts; ++l) b->Args({world, shape, l, realign});
     for (std::int64_t s = 0; s < shapes; ++s) {
@@ -218,8 +222,14 @@ void add_context() {
   } catch (const std::exception& e) {
     benchmark::AddCustomContext("nccl", std::string("not loaded: ") + e.what());
   }
-  benchmark::AddCustomContext("fold_default_shape",
-                              detail::to_string(detail::default_fold_shape()));
+  std::string shapes;
+  for (std::uint32_t world : {2u, 3u, 4u, 5u, 6u, 7u, 8u, 16u}) {
+    shapes += (shapes.empty() ? "" : ", ") + std::string("W=") + std::to_string(world) + ": " +
+              detail::to_string(detail::default_fold_shape(detail::FoldPath::kVector, world)) +
+              " / " +
+              detail::to_string(detail::default_fold_shape(detail::FoldPath::kRealigned, world));
+  }
+  benchmark::AddCustomContext("fold_default_shape (vector / realigned)", shapes);
   benchmark::AddCustomContext("fold_default_realign",
                               detail::to_string(detail::default_fold_realign()));
   benchmark::AddCustomContext("slot_bytes", std::to_string(kSlotBytes));

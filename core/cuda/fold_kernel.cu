@@ -132,6 +132,12 @@ void launch_unit(detail::FoldShape shape, const FoldArgs& args, cudaStream_t str
       return launch_shape<Unit, 2, 4, false>(args, stream);
     case detail::FoldShape::kBatch8Unroll1Streaming:
       return launch_shape<Unit, 8, 1, true>(args, stream);
+    case detail::FoldShape::kBatch4Unroll1:
+      return launch_shape<Unit, 4, 1, false>(args, stream);
+    case detail::FoldShape::kBatch2Unroll2:
+      return launch_shape<Unit, 2, 2, false>(args, stream);
+    case detail::FoldShape::kBatch2Unroll1:
+      return launch_shape<Unit, 2, 1, false>(args, stream);
   }
   throw InternalError("unknown fold shape");
 }
@@ -140,13 +146,22 @@ void launch_unit(detail::FoldShape shape, const FoldArgs& args, cudaStream_t str
 
 namespace detail {
 
-// Measured on an H200 (bench/results/cuda-fold-h200.json): batch8x1 is the fastest or
-// within noise of it at every W, and needs the fewest registers (60: 4 blocks per SM).
-FoldShape default_fold_shape() { return FoldShape::kBatch8Unroll1; }
+// Measured on an H200 (bench/results/cuda-fold-h200.json, 2026-12-03). The vector path:
+// batch8x1 is the fastest or within noise of it at every W. The realigned path depends on W
+// in a way no simple rule captured (occupancy and the second, cache-hit load per misaligned
+// chunk pull in different directions): batch8x1 held W = 2 at 0.79 of a copy and W = 3 at
+// 0.88, while batch4x1 reached 0.975 and 0.94 there (0.98 at W = 5); at W = 4 and from 8 up
+// batch8x1 is the best shape measured. So the realigned path takes batch4x1 below 4 and at
+// 5, batch8x1 elsewhere.
+FoldShape default_fold_shape(FoldPath path, std::uint32_t world) {
+  if (path == FoldPath::kRealigned && (world < 4 || world == 5)) return FoldShape::kBatch4Unroll1;
+  return FoldShape::kBatch8Unroll1;
+}
 
 // Measured on an H200 (2026-12-03, bench/results/cuda-fold-h200.md): the warp shuffles cost
-// more than the second, mostly L1-hit load of overlapping loads (W = 8 stride + 1: 0.977 vs
-// 0.991 of a copy; W = 16: 0.958 vs 0.978), so every lane loads both chunks itself.
+// more than the second, mostly cache-hit load of overlapping loads at every W but 6 (W = 2
+// … 5 with the default shape: 0.82–0.94 vs 0.95–0.98 of a copy; W = 8: 0.99 vs 1.00; W = 6:
+// 0.99–1.00 vs 0.97–0.98), so every lane loads both chunks itself.
 FoldRealign default_fold_realign() { return FoldRealign::kOverlappingLoads; }
 
 const char* to_string(FoldShape shape) {
@@ -159,6 +174,12 @@ const char* to_string(FoldShape shape) {
       return "batch2x4";
     case FoldShape::kBatch8Unroll1Streaming:
       return "batch8x1-streaming";
+    case FoldShape::kBatch4Unroll1:
+      return "batch4x1";
+    case FoldShape::kBatch2Unroll2:
+      return "batch2x2";
+    case FoldShape::kBatch2Unroll1:
+      return "batch2x1";
   }
   return "unknown";
 }
@@ -206,7 +227,7 @@ void launch_fold_stacked_shaped(const float* stacked, std::uint32_t world, std::
                                 FoldShape shape, FoldRealign realign) {
   check_fold_arguments(stacked, world, stride, n, out);
   if (n == 0) return;
-  FoldArgs args{stacked, out, stride, n, 0, n, world, 0, mean_scale(world), op == Op::kMean};
+  FoldArgs args{stacked, out, stride, n, 0, n, world, 0, 0, mean_scale(world), op == Op::kMean};
   const auto stream = static_cast<cudaStream_t>(cuda_stream);
   // The units are the output's aligned float4s: element `head` of the output starts one.
   const std::size_t out_head = (4 - float_phase(out)) % 4;
@@ -224,6 +245,7 @@ void launch_fold_stacked_shaped(const float* stacked, std::uint32_t world, std::
       args.head = out_head >= 3 ? out_head : out_head + 4;
       args.units = (n - args.head - 3) / 4;
       args.phase0 = static_cast<std::uint32_t>((float_phase(stacked) + args.head) % 4);
+      args.stride_phase = static_cast<std::uint32_t>(stride % 4);
       return fold_kernel_detail::launch_realigned(args, shape, realign, stream);
     case FoldPath::kScalar:
       return launch_unit<float>(shape, args, stream);
@@ -235,8 +257,10 @@ void launch_fold_stacked_shaped(const float* stacked, std::uint32_t world, std::
 
 void launch_fold_stacked(const float* d_stacked, std::uint32_t world, std::size_t slot_stride,
                          std::size_t n, Op op, float* d_out, void* cuda_stream) {
+  const detail::FoldPath path = detail::fold_path(d_stacked, world, slot_stride, n, d_out);
   detail::launch_fold_stacked_shaped(d_stacked, world, slot_stride, n, op, d_out, cuda_stream,
-                                     detail::default_fold_shape(), detail::default_fold_realign());
+                                     detail::default_fold_shape(path, world),
+                                     detail::default_fold_realign());
 }
 
 }  // namespace rv

@@ -34,12 +34,14 @@ enum class FoldShape : std::uint8_t {
   kBatch4Unroll2,
   kBatch2Unroll4,
   kBatch8Unroll1Streaming,
+  kBatch4Unroll1,
+  kBatch2Unroll2,
+  kBatch2Unroll1,
 };
-inline constexpr FoldShape kAllFoldShapes[] = {FoldShape::kBatch8Unroll1, FoldShape::kBatch4Unroll2,
-                                               FoldShape::kBatch2Unroll4,
-                                               FoldShape::kBatch8Unroll1Streaming};
-// The shape launch_fold_stacked uses.
-FoldShape default_fold_shape();
+inline constexpr FoldShape kAllFoldShapes[] = {
+    FoldShape::kBatch8Unroll1,          FoldShape::kBatch4Unroll2, FoldShape::kBatch2Unroll4,
+    FoldShape::kBatch8Unroll1Streaming, FoldShape::kBatch4Unroll1, FoldShape::kBatch2Unroll2,
+    FoldShape::kBatch2Unroll1};
 const char* to_string(FoldShape shape);
 
 // How the realigned path gets the 4 elements of an output unit from a slot at another phase:
@@ -67,6 +69,9 @@ enum class FoldPath : std::uint8_t { kVector, kRealigned, kScalar };
 FoldPath fold_path(const float* d_stacked, std::uint32_t world, std::size_t slot_stride,
                    std::size_t n, const float* d_out);
 const char* to_string(FoldPath path);
+
+// The shape launch_fold_stacked uses on `path` for a world of `world` slots.
+FoldShape default_fold_shape(FoldPath path, std::uint32_t world);
 
 void launch_fold_stacked_shaped(const float* d_stacked, std::uint32_t world,
                                 std::size_t slot_stride, std::size_t n, Op op, float* d_out,

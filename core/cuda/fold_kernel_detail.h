@@ -30,8 +30,10 @@ struct FoldArgs {
   std::size_t units;   // units (float or float4) after the head
   std::uint32_t world;
   // The realigned kernel: the phase, in floats modulo 4, of slot 0's element `head` (the
-  // output's element `head` is 16-byte aligned). Slot r's is (phase0 + r × stride) mod 4.
+  // output's element `head` is 16-byte aligned), and the stride's, stride mod 4: slot r's
+  // phase is (phase0 + r × stride_phase) mod 4, 32-bit work for every slot of every sweep.
   std::uint32_t phase0;
+  std::uint32_t stride_phase;
   float scale;  // mean_scale(world), used when mean
   bool mean;
 };

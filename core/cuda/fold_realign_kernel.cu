@@ -1,8 +1,8 @@
 // The realigned fold kernel: the fold of fold_kernel.cu when the slots do not all share the
 // output's 16-byte phase. Users' tensors start at any float, and a slot stride that is not a
 // whole number of float4s puts neighbouring slots at different phases; folding those one
-// float at a time reached only 0.64–0.83 of a device-to-device copy on an H200
-// (bench/results/cuda-fold-h200.md), against ~1.0 for the aligned float4 kernel.
+// float at a time reached only 0.64–0.83 of a device-to-device copy on an H200 (measured
+// 2026-12-03; README), against ~1.0 for the aligned float4 kernel.
 //
 // Design. The units are the output's aligned float4s (a scalar head and tail in the same
 // launch, fold_kernel_detail::fold_edges), so every store is a 16-byte vector store and
@@ -78,10 +78,10 @@ __device__ __forceinline__ float4 realigned(const Chunks& chunks, std::uint32_t 
   }
 }
 
-// Slot r's phase at the output's first unit, in floats (size_t arithmetic wraps modulo 2^64,
-// a multiple of 4, so the product's low bits are right whatever its size).
+// Slot r's phase at the output's first unit, in floats: r × stride ≡ r × (stride mod 4)
+// modulo 4, so 32-bit arithmetic on the reduced stride gives it exactly.
 __device__ __forceinline__ std::uint32_t slot_phase(const FoldArgs& a, std::uint32_t r) {
-  return static_cast<std::uint32_t>((a.phase0 + r * a.stride) % 4);
+  return (a.phase0 + r * a.stride_phase) & 3u;
 }
 
 template <int kBatch, int kUnroll, bool kStreaming, FoldRealign kRealign>
@@ -178,6 +178,12 @@ void launch_realigned(const FoldArgs& args, detail::FoldShape shape, FoldRealign
       return launch_shape<2, 4, false>(args, realign, stream);
     case detail::FoldShape::kBatch8Unroll1Streaming:
       return launch_shape<8, 1, true>(args, realign, stream);
+    case detail::FoldShape::kBatch4Unroll1:
+      return launch_shape<4, 1, false>(args, realign, stream);
+    case detail::FoldShape::kBatch2Unroll2:
+      return launch_shape<2, 2, false>(args, realign, stream);
+    case detail::FoldShape::kBatch2Unroll1:
+      return launch_shape<2, 1, false>(args, realign, stream);
   }
   throw InternalError("unknown fold shape");
 }

@@ -1,7 +1,7 @@
 // The fold kernel at every alignment, bit for bit against core/fold.h's fold_stacked: every
 // phase (0…3 floats into a 16-byte unit) of the output and of the table, every slot stride
 // modulo 4 (so neighbouring slots sit at different phases), in place into slot 0, W ∈ {1, 2,
-// 3, 8, 16}, shard lengths around the vector width and the edges (0, 1, 3, 4, 5), of a few
+// 3, 4, 5, 8, 16} (batches of 2, 4 and 8 slots), shard lengths around the vector width and the edges (0, 1, 3, 4, 5), of a few
 // warps (1000) and of many (2^16 + 7), sum and mean, on data holding NaNs, ±Inf, ±0 and
 // subnormals; then every kernel shape under both realignments, and shards long enough for
 // several sweeps of the grid. Outputs are poisoned before each launch and guard elements
@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -102,10 +103,12 @@ class DeviceTable {
   }
 
   // Folds into a fresh output `out_phase` floats past a 16-byte boundary; returns the path.
-  FoldPath fold_out_of_place(std::size_t out_phase, Op op, FoldShape shape, FoldRealign realign) {
+  FoldPath fold_out_of_place(std::size_t out_phase, Op op, std::optional<FoldShape> given,
+                             FoldRealign realign) {
     out_.fill_bytes(0xFF);
     float* const out = out_.floats() + kGuard + out_phase;
     const FoldPath path = detail::fold_path(stacked(), world_, stride_, n_, out);
+    const FoldShape shape = given.value_or(detail::default_fold_shape(path, world_));
     detail::launch_fold_stacked_shaped(stacked(), world_, stride_, n_, op, out, nullptr, shape,
                                        realign);
     const std::string where =
@@ -121,8 +124,9 @@ class DeviceTable {
   }
 
   // Folds into slot 0 itself. Leaves slot 0 holding the result: the last fold of a table.
-  FoldPath fold_in_place(Op op, FoldShape shape, FoldRealign realign) {
+  FoldPath fold_in_place(Op op, std::optional<FoldShape> given, FoldRealign realign) {
     const FoldPath path = detail::fold_path(stacked(), world_, stride_, n_, stacked());
+    const FoldShape shape = given.value_or(detail::default_fold_shape(path, world_));
     detail::launch_fold_stacked_shaped(stacked(), world_, stride_, n_, op, stacked(), nullptr,
                                        shape, realign);
     const std::string where = "in place, shape=" + std::string(detail::to_string(shape)) +
@@ -171,10 +175,10 @@ class FoldAlignment : public ::testing::Test {
 };
 
 TEST_F(FoldAlignment, EveryPhaseOfOutputTableAndStrideMatchesCpuFold) {
-  const FoldShape shape = detail::default_fold_shape();
+  const std::optional<FoldShape> shape;  // the default for each path and W
   const FoldRealign realign = detail::default_fold_realign();
   std::set<FoldPath> paths;
-  for (std::uint32_t world : {1u, 2u, 3u, 8u, 16u}) {
+  for (std::uint32_t world : {1u, 2u, 3u, 4u, 5u, 8u, 16u}) {
     for (std::size_t n : {0, 1, 3, 4, 5, 1000, (1 << 16) + 7}) {
       const auto slots = mixed_slots(world, n, 300 + world);
       // Strides n … n + 3: every residue modulo 4, the packed table (stride n) among them.
@@ -206,7 +210,7 @@ TEST_F(FoldAlignment, EveryPhaseOfOutputTableAndStrideMatchesCpuFold) {
 TEST_F(FoldAlignment, EveryShapeAndRealignmentMatchesCpuFold) {
   for (FoldShape shape : detail::kAllFoldShapes) {
     for (FoldRealign realign : detail::kAllFoldRealigns) {
-      for (std::uint32_t world : {3u, 16u}) {
+      for (std::uint32_t world : {2u, 3u, 16u}) {
         // 16: the fewest the realigned path takes; 1000: a partial last warp; 2^16 + 7: with
         // a head of 4, exactly 2^14 units, so the last unit falls on a warp's last lane.
         for (std::size_t n : {16, 1000, (1 << 16) + 7}) {
@@ -234,11 +238,11 @@ TEST_F(FoldAlignment, LongShardsTakeSeveralGridStrides) {
   const auto slots = mixed_slots(3, n, 9);
   for (FoldRealign realign : detail::kAllFoldRealigns) {
     DeviceTable shifted(stack(slots, n + 2), 3, n + 2, n, 1);
-    EXPECT_EQ(shifted.fold_out_of_place(2, Op::kMean, detail::default_fold_shape(), realign),
+    EXPECT_EQ(shifted.fold_out_of_place(2, Op::kMean, std::nullopt, realign),
               FoldPath::kRealigned);
     // The live reducers' layout: packed slots (an odd stride here), in place.
     DeviceTable packed(stack(slots, n), 3, n, n, 0);
-    EXPECT_EQ(packed.fold_in_place(Op::kSum, detail::default_fold_shape(), realign),
+    EXPECT_EQ(packed.fold_in_place(Op::kSum, std::nullopt, realign),
               FoldPath::kRealigned);
   }
 }
@@ -261,7 +265,7 @@ TEST_F(FoldAlignment, ComparisonCatchesASlotReadOneFloatOff) {
     EXPECT_FALSE(same_bits(right, wrong)) << "slot " << shifted << " shifted by one float";
   }
   DeviceTable table(host, world, stride, n, 1);
-  EXPECT_EQ(table.fold_out_of_place(3, Op::kSum, detail::default_fold_shape(),
+  EXPECT_EQ(table.fold_out_of_place(3, Op::kSum, std::nullopt,
                                     detail::default_fold_realign()),
             FoldPath::kRealigned);
 }

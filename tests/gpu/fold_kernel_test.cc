@@ -10,6 +10,7 @@
 
 #include <cfloat>
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -63,6 +64,7 @@ std::vector<float> cpu_fold(const std::vector<float>& table, std::uint32_t world
 struct GpuResult {
   std::vector<float> out;
   FoldPath path = FoldPath::kScalar;
+  FoldShape shape = FoldShape::kBatch8Unroll1;
   bool guards_intact = true;
 };
 
@@ -73,8 +75,9 @@ bool all_poison(const std::vector<float>& values) {
   return true;
 }
 
+// `shape`: the one launch_fold_stacked would pick when not given.
 GpuResult gpu_fold(const std::vector<float>& table_host, std::uint32_t world, std::size_t n, Op op,
-                   const Layout& layout, FoldShape shape = detail::default_fold_shape()) {
+                   const Layout& layout, std::optional<FoldShape> shape = std::nullopt) {
   const int device = 0;
   DeviceBuffer table(device, (layout.table_offset + table_host.size() + kGuard) * sizeof(float));
   table.fill_bytes(0xFF);
@@ -89,7 +92,9 @@ GpuResult gpu_fold(const std::vector<float>& table_host, std::uint32_t world, st
   }
   GpuResult result;
   result.path = detail::fold_path(stacked, world, layout.stride, n, out);
-  detail::launch_fold_stacked_shaped(stacked, world, layout.stride, n, op, out, nullptr, shape);
+  result.shape = shape.value_or(detail::default_fold_shape(result.path, world));
+  detail::launch_fold_stacked_shaped(stacked, world, layout.stride, n, op, out, nullptr,
+                                     result.shape);
   if (layout.in_place) {
     result.out = table.download_floats(n, layout.table_offset);
     // Every other slot and the guards around the table are as uploaded.
@@ -128,14 +133,14 @@ std::string describe(std::uint32_t world, std::size_t n, Op op, const Layout& la
 }
 
 void expect_matches_cpu(const std::vector<std::vector<float>>& slots, Op op, const Layout& layout,
-                        FoldShape shape = detail::default_fold_shape(),
+                        std::optional<FoldShape> shape = std::nullopt,
                         std::set<FoldPath>* paths = nullptr) {
   const auto world = static_cast<std::uint32_t>(slots.size());
   const std::size_t n = slots[0].size();
   const std::vector<float> table = stack(slots, layout.stride);
   const GpuResult gpu = gpu_fold(table, world, n, op, layout, shape);
   EXPECT_TRUE(same_bits(cpu_fold(table, world, layout.stride, n, op), gpu.out))
-      << describe(world, n, op, layout) << " shape=" << detail::to_string(shape);
+      << describe(world, n, op, layout) << " shape=" << detail::to_string(gpu.shape);
   EXPECT_TRUE(gpu.guards_intact) << "wrote outside its output: " << describe(world, n, op, layout);
   if (paths != nullptr) paths->insert(gpu.path);
 }
@@ -154,13 +159,13 @@ TEST_P(FoldKernelDistribution, MatchesCpuFoldForWorldsUpTo256AndAnyLength) {
       for (Op op : {Op::kSum, Op::kMean}) {
         // Vector path: aligned table, whole-unit stride, separate aligned output.
         expect_matches_cpu(slots, op, Layout{0, round_up4(n), false, 0},
-                           detail::default_fold_shape(), &paths);
+                           std::nullopt, &paths);
         // Realigned path (scalar below 16 elements): odd start, odd stride, output at yet
         // another phase.
-        expect_matches_cpu(slots, op, Layout{1, n + 1, false, 2}, detail::default_fold_shape(),
+        expect_matches_cpu(slots, op, Layout{1, n + 1, false, 2}, std::nullopt,
                            &paths);
         // The live reducers' case: shard-length stride, in place into slot 0.
-        expect_matches_cpu(slots, op, Layout{3, n, true, 0}, detail::default_fold_shape(), &paths);
+        expect_matches_cpu(slots, op, Layout{3, n, true, 0}, std::nullopt, &paths);
       }
     }
   }
@@ -186,10 +191,10 @@ TEST_F(FoldKernel, EveryAlignmentOfTableStrideAndOutput) {
       for (std::size_t table_offset = 0; table_offset < 4; ++table_offset) {
         for (std::size_t stride : {n, n + 1, n + 2, n + 3, round_up4(n), round_up4(n) + 4}) {
           expect_matches_cpu(slots, Op::kSum, Layout{table_offset, stride, true, 0},
-                             detail::default_fold_shape(), &paths);
+                             std::nullopt, &paths);
           for (std::size_t out_offset = 0; out_offset < 4; ++out_offset) {
             expect_matches_cpu(slots, Op::kMean, Layout{table_offset, stride, false, out_offset},
-                               detail::default_fold_shape(), &paths);
+                               std::nullopt, &paths);
           }
         }
       }
