@@ -86,6 +86,37 @@ TEST(LiveRun, GatePassesOverSmallCasesOfEveryGateWorld) {
   EXPECT_NE(ScratchDir::read(dir.file("r.xml")).find("<testsuite"), std::string::npos);
 }
 
+// Worlds above --max-world are skipped: on the console one line per reason once a reason
+// has more than three cases, in the report and the JUnit file case by case.
+TEST(LiveRun, SkipsAreCountedPerReasonAndListedInTheReport) {
+  ScratchDir dir;
+  const std::string golden = small_golden(dir, {2, 16}, 4099);
+  const ProcessResult result = run_process(run_args(
+      {"--golden", golden, "--max-world", "8", "--report", dir.file("r.json"), "--junit",
+       dir.file("r.xml")}));
+  ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+  const std::string skipped_line = "SKIPPED ";
+  const auto at = result.out.find(skipped_line);
+  ASSERT_NE(at, std::string::npos) << result.out;
+  const std::string line = result.out.substr(at, result.out.find('\n', at) - at);
+  EXPECT_NE(line.find(" cases (W = 16 is above --max-world 8"), std::string::npos) << line;
+  EXPECT_NE(line.find("the first contract="), std::string::npos) << line;
+  const std::size_t count = std::stoul(line.substr(skipped_line.size()));
+  EXPECT_GT(count, 3u);
+  EXPECT_NE(result.out.find(", " + std::to_string(count) + " skipped"), std::string::npos)
+      << result.out;
+  const auto first_w16 = result.out.find(",w=16,");
+  EXPECT_EQ(result.out.find(",w=16,", first_w16 + 1), std::string::npos)
+      << "only the first skipped id is on the console:\n" << result.out;
+  const std::string report = ScratchDir::read(dir.file("r.json"));
+  std::size_t in_report = 0;
+  for (auto p = report.find("\"SKIPPED\""); p != std::string::npos;
+       p = report.find("\"SKIPPED\"", p + 1)) {
+    ++in_report;
+  }
+  EXPECT_EQ(in_report, count) << "every skipped case is in the report";
+}
+
 TEST(LiveRun, TamperedGoldenFailsWithExitOne) {
   ScratchDir dir;
   std::string line = ScratchDir::read(one_line_golden(

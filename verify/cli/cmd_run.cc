@@ -57,7 +57,7 @@ void setup_run(CLI::App& app, int& exit_code) {
       ->delimiter(',')
       ->check(CLI::Range(1u, kMaxWorld));
   cmd->add_option("--max-world", command->max_world,
-                  "skip (and list) cases of larger W (default: 8 on gloo, the GPU count on nccl)")
+                  "skip (and count) cases of larger W (default: 8 on gloo, the GPU count on nccl)")
       ->check(CLI::Range(1u, kMaxWorld));
   cmd->add_option("--iters", o.iters, "repeat every reduction K times; all must agree (default 1)")
       ->check(CLI::Range(1u, 1000u));

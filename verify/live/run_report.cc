@@ -1,7 +1,10 @@
 #include "verify/live/run_report.h"
 
 #include <iostream>
+#include <map>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "verify/common/exit_codes.h"
 #include "verify/common/file_io.h"
@@ -16,6 +19,29 @@ std::string result_line(const CaseResult& r) {
   if (!r.rank_digests.empty()) line += " " + r.rank_digests[0].hex();
   if (!r.detail.empty()) line += " (" + r.detail + ")";
   return line;
+}
+
+// Skips share a few reasons (a world larger than --max-world, a contract the transport
+// lacks) and can run to a thousand cases: up to kListed of a reason are listed, more are one
+// line with the count and the first id. Every skipped id is in --report and --junit.
+void print_skipped(const std::vector<CaseResult>& skipped) {
+  constexpr std::size_t kListed = 3;
+  std::vector<std::string> reasons;  // in order of first appearance
+  std::map<std::string, std::vector<const CaseResult*>> by_reason;
+  for (const CaseResult& r : skipped) {
+    auto& cases = by_reason[r.detail];
+    if (cases.empty()) reasons.push_back(r.detail);
+    cases.push_back(&r);
+  }
+  for (const std::string& reason : reasons) {
+    const auto& cases = by_reason[reason];
+    if (cases.size() <= kListed) {
+      for (const CaseResult* r : cases) std::cout << result_line(*r) << "\n";
+    } else {
+      std::cout << "SKIPPED " << cases.size() << " cases (" << reason << "), the first "
+                << format_case_id(cases.front()->id) << " (all in --report and --junit)\n";
+    }
+  }
 }
 
 std::string xml_escape(const std::string& text) {
@@ -146,7 +172,7 @@ int finish_run(const RunOptions& options, const std::vector<WorldResults>& world
       if (r.verdict == Verdict::kDiffers) ++differs;
     }
   }
-  for (const CaseResult& r : skipped) std::cout << result_line(r) << "\n";
+  print_skipped(skipped);
   int exit_code = kExitVerified;
   for (const WorldFailure& f : failures) {
     std::cerr << "reduce-verify: world of " << f.world << " ranks failed: " << f.what << "\n";
