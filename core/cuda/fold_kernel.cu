@@ -36,8 +36,8 @@ using fold_kernel_detail::store;
 constexpr std::size_t kVectorMinimum = 8;
 constexpr std::size_t kRealignedMinimum = 16;
 
-template <typename Unit, int kBatch, int kUnroll, bool kStreaming>
-__global__ void __launch_bounds__(kThreads) fold_kernel(FoldArgs a) {
+template <typename Unit, int kBatch, int kUnroll, bool kStreaming, int kMinBlocks>
+__global__ void __launch_bounds__(kThreads, kMinBlocks) fold_kernel(FoldArgs a) {
   constexpr std::size_t kWidth = sizeof(Unit) / sizeof(float);
   const std::size_t thread = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::size_t threads = static_cast<std::size_t>(gridDim.x) * blockDim.x;
@@ -114,9 +114,11 @@ void check_fold_arguments(const float* stacked, std::uint32_t world, std::size_t
   }
 }
 
-template <typename Unit, int kBatch, int kUnroll, bool kStreaming>
+// kMinBlocks: as in fold_realign_kernel.cu (0: not given to __launch_bounds__).
+template <typename Unit, int kBatch, int kUnroll, bool kStreaming, int kMinBlocks = 0>
 void launch_shape(const FoldArgs& args, cudaStream_t stream) {
-  fold_kernel_detail::launch_resident(fold_kernel<Unit, kBatch, kUnroll, kStreaming>, args,
+  fold_kernel_detail::launch_resident(fold_kernel<Unit, kBatch, kUnroll, kStreaming, kMinBlocks>,
+                                      args,
                                       static_cast<std::size_t>(kThreads) * kUnroll, stream,
                                       "fold_kernel");
 }
@@ -138,6 +140,8 @@ void launch_unit(detail::FoldShape shape, const FoldArgs& args, cudaStream_t str
       return launch_shape<Unit, 2, 2, false>(args, stream);
     case detail::FoldShape::kBatch2Unroll1:
       return launch_shape<Unit, 2, 1, false>(args, stream);
+    case detail::FoldShape::kBatch4Unroll1FourBlocks:
+      return launch_shape<Unit, 4, 1, false, 4>(args, stream);
   }
   throw InternalError("unknown fold shape");
 }
@@ -148,13 +152,16 @@ namespace detail {
 
 // Measured on an H200 (bench/results/cuda-fold-h200.json, 2026-12-03). The vector path:
 // batch8x1 is the fastest or within noise of it at every W. The realigned path depends on W
-// in a way no simple rule captured (occupancy and the second, cache-hit load per misaligned
-// chunk pull in different directions): batch8x1 held W = 2 at 0.79 of a copy and W = 3 at
-// 0.88, while batch4x1 reached 0.975 and 0.94 there (0.98 at W = 5); at W = 4 and from 8 up
-// batch8x1 is the best shape measured. So the realigned path takes batch4x1 below 4 and at
-// 5, batch8x1 elsewhere.
+// in a way no simple rule captured (occupancy, register allocation and the second,
+// cache-hit load per misaligned chunk pull in different directions): batch8x1 held W = 2 at
+// 0.79 of a copy and W = 3 at 0.88, where batch4x1 reached 0.97 and 0.94 (0.98 at W = 5);
+// at W = 3, batch4x1 compiled for 4 resident blocks per SM (53 registers instead of 47, so
+// 4 blocks instead of 5) reached 0.96–0.97; at W = 4 and from 6 up batch8x1 is the best
+// shape measured.
 FoldShape default_fold_shape(FoldPath path, std::uint32_t world) {
-  if (path == FoldPath::kRealigned && (world < 4 || world == 5)) return FoldShape::kBatch4Unroll1;
+  if (path != FoldPath::kRealigned) return FoldShape::kBatch8Unroll1;
+  if (world == 3) return FoldShape::kBatch4Unroll1FourBlocks;
+  if (world < 4 || world == 5) return FoldShape::kBatch4Unroll1;
   return FoldShape::kBatch8Unroll1;
 }
 
@@ -180,6 +187,8 @@ const char* to_string(FoldShape shape) {
       return "batch2x2";
     case FoldShape::kBatch2Unroll1:
       return "batch2x1";
+    case FoldShape::kBatch4Unroll1FourBlocks:
+      return "batch4x1-4blocks";
   }
   return "unknown";
 }

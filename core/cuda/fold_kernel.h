@@ -37,11 +37,14 @@ enum class FoldShape : std::uint8_t {
   kBatch4Unroll1,
   kBatch2Unroll2,
   kBatch2Unroll1,
+  // batch4x1 compiled for at least 4 resident blocks per SM (__launch_bounds__): more
+  // registers per thread, fewer threads per SM than plain batch4x1.
+  kBatch4Unroll1FourBlocks,
 };
 inline constexpr FoldShape kAllFoldShapes[] = {
     FoldShape::kBatch8Unroll1,          FoldShape::kBatch4Unroll2, FoldShape::kBatch2Unroll4,
     FoldShape::kBatch8Unroll1Streaming, FoldShape::kBatch4Unroll1, FoldShape::kBatch2Unroll2,
-    FoldShape::kBatch2Unroll1};
+    FoldShape::kBatch2Unroll1,          FoldShape::kBatch4Unroll1FourBlocks};
 const char* to_string(FoldShape shape);
 
 // How the realigned path gets the 4 elements of an output unit from a slot at another phase:

@@ -84,8 +84,8 @@ __device__ __forceinline__ std::uint32_t slot_phase(const FoldArgs& a, std::uint
   return (a.phase0 + r * a.stride_phase) & 3u;
 }
 
-template <int kBatch, int kUnroll, bool kStreaming, FoldRealign kRealign>
-__global__ void __launch_bounds__(kThreads) fold_realigned_kernel(FoldArgs a) {
+template <int kBatch, int kUnroll, bool kStreaming, FoldRealign kRealign, int kMinBlocks>
+__global__ void __launch_bounds__(kThreads, kMinBlocks) fold_realigned_kernel(FoldArgs a) {
   const std::size_t thread = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::size_t threads = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   const unsigned lane = threadIdx.x % 32;
@@ -149,18 +149,21 @@ __global__ void __launch_bounds__(kThreads) fold_realigned_kernel(FoldArgs a) {
   fold_edges(a, thread, 4);
 }
 
-template <int kBatch, int kUnroll, bool kStreaming>
+// kMinBlocks: __launch_bounds__' minimum resident blocks per SM; 0 leaves it unsaid, which
+// is not the same as 1 (ptxas then allocates registers differently: 47 against 55 for
+// batch4x1, and the shape measurements were made with it unsaid).
+template <int kBatch, int kUnroll, bool kStreaming, int kMinBlocks = 0>
 void launch_shape(const FoldArgs& args, FoldRealign realign, cudaStream_t stream) {
   const std::size_t per_block = static_cast<std::size_t>(kThreads) * kUnroll;
   switch (realign) {
     case FoldRealign::kShuffle:
       return launch_resident(
-          fold_realigned_kernel<kBatch, kUnroll, kStreaming, FoldRealign::kShuffle>, args,
-          per_block, stream, "fold_realigned_kernel<shuffle>");
+          fold_realigned_kernel<kBatch, kUnroll, kStreaming, FoldRealign::kShuffle, kMinBlocks>,
+          args, per_block, stream, "fold_realigned_kernel<shuffle>");
     case FoldRealign::kOverlappingLoads:
-      return launch_resident(
-          fold_realigned_kernel<kBatch, kUnroll, kStreaming, FoldRealign::kOverlappingLoads>, args,
-          per_block, stream, "fold_realigned_kernel<overlapping-loads>");
+      return launch_resident(fold_realigned_kernel<kBatch, kUnroll, kStreaming,
+                                                   FoldRealign::kOverlappingLoads, kMinBlocks>,
+                             args, per_block, stream, "fold_realigned_kernel<overlapping-loads>");
   }
   throw InternalError("unknown fold realignment");
 }
@@ -184,6 +187,8 @@ void launch_realigned(const FoldArgs& args, detail::FoldShape shape, FoldRealign
       return launch_shape<2, 2, false>(args, realign, stream);
     case detail::FoldShape::kBatch2Unroll1:
       return launch_shape<2, 1, false>(args, realign, stream);
+    case detail::FoldShape::kBatch4Unroll1FourBlocks:
+      return launch_shape<4, 1, false, 4>(args, realign, stream);
   }
   throw InternalError("unknown fold shape");
 }
