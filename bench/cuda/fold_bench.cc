@@ -173,14 +173,17 @@ std::int64_t index_of(const T (&all)[kSize], T value) {
   return 0;
 }
 
+// The worlds the benchmark measures (and whose default shapes its context lists).
+constexpr std::uint32_t kWorlds[] = {2, 3, 4, 5, 6, 7, 8, 16};
+
 void fold_arguments(benchmark::internal::Benchmark* b) {
   const auto shapes = static_cast<std::int64_t>(std::size(detail::kAllFoldShapes));
   const auto layouts = static_cast<std::int64_t>(std::size(kLayouts));
   const auto realigns = static_cast<std::int64_t>(std::size(detail::kAllFoldRealigns));
   const std::int64_t realign = index_of(detail::kAllFoldRealigns, detail::default_fold_realign());
   constexpr std::int64_t kAligned = 0, kStridePlus1 = 1, kAllDifferent = 5;
-  for (std::int64_t world : {2, 3, 4, 5, 6, 7, 8, 16}) {
-    const auto w = static_cast<std::uint32_t>(world);
+  for (const std::uint32_t w : kWorlds) {
+    const auto world = static_cast<std::int64_t>(w);
     const std::int64_t vector_shape =
         index_of(detail::kAllFoldShapes, detail::default_fold_shape(detail::FoldPath::kVector, w));
     const std::int64_t shape =
@@ -223,7 +226,7 @@ void add_context() {
     benchmark::AddCustomContext("nccl", std::string("not loaded: ") + e.what());
   }
   std::string shapes;
-  for (std::uint32_t world : {2u, 3u, 4u, 5u, 6u, 7u, 8u, 16u}) {
+  for (const std::uint32_t world : kWorlds) {
     shapes += (shapes.empty() ? "" : ", ") + std::string("W=") + std::to_string(world) + ": " +
               detail::to_string(detail::default_fold_shape(detail::FoldPath::kVector, world)) +
               " / " +

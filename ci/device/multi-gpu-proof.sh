@@ -41,8 +41,9 @@ check() {
   local name=$1; shift
   local limit; limit=$(left)
   if ((limit < 20)); then note "$(printf '%-60s rc=skipped (out of time)' "$name")"; return; fi
+  local started=$SECONDS
   timeout --kill-after=5 "$limit" "$@" >>"$out/log.txt" 2>&1
-  note "$(printf '%-60s rc=%s %ss' "$name" $? "$SECONDS")"
+  note "$(printf '%-60s rc=%s %ss' "$name" $? $((SECONDS - started)))"
 }
 nccl_version() { basename "$(readlink -f "${nccl_dirs[$1]}/libnccl.so.2")" | sed 's/libnccl.so.//'; }
 note "machine: $gpus x $model, $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)"

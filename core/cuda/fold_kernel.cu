@@ -114,36 +114,14 @@ void check_fold_arguments(const float* stacked, std::uint32_t world, std::size_t
   }
 }
 
-// kMinBlocks: as in fold_realign_kernel.cu (0: not given to __launch_bounds__).
-template <typename Unit, int kBatch, int kUnroll, bool kStreaming, int kMinBlocks = 0>
-void launch_shape(const FoldArgs& args, cudaStream_t stream) {
-  fold_kernel_detail::launch_resident(fold_kernel<Unit, kBatch, kUnroll, kStreaming, kMinBlocks>,
-                                      args,
-                                      static_cast<std::size_t>(kThreads) * kUnroll, stream,
-                                      "fold_kernel");
-}
-
 template <typename Unit>
 void launch_unit(detail::FoldShape shape, const FoldArgs& args, cudaStream_t stream) {
-  switch (shape) {
-    case detail::FoldShape::kBatch8Unroll1:
-      return launch_shape<Unit, 8, 1, false>(args, stream);
-    case detail::FoldShape::kBatch4Unroll2:
-      return launch_shape<Unit, 4, 2, false>(args, stream);
-    case detail::FoldShape::kBatch2Unroll4:
-      return launch_shape<Unit, 2, 4, false>(args, stream);
-    case detail::FoldShape::kBatch8Unroll1Streaming:
-      return launch_shape<Unit, 8, 1, true>(args, stream);
-    case detail::FoldShape::kBatch4Unroll1:
-      return launch_shape<Unit, 4, 1, false>(args, stream);
-    case detail::FoldShape::kBatch2Unroll2:
-      return launch_shape<Unit, 2, 2, false>(args, stream);
-    case detail::FoldShape::kBatch2Unroll1:
-      return launch_shape<Unit, 2, 1, false>(args, stream);
-    case detail::FoldShape::kBatch4Unroll1FourBlocks:
-      return launch_shape<Unit, 4, 1, false, 4>(args, stream);
-  }
-  throw InternalError("unknown fold shape");
+  fold_kernel_detail::with_shape(shape, [&](auto p) {
+    using P = decltype(p);
+    fold_kernel_detail::launch_resident(
+        fold_kernel<Unit, P::kBatch, P::kUnroll, P::kStreaming, P::kMinBlocks>, args,
+        static_cast<std::size_t>(kThreads) * P::kUnroll, stream, "fold_kernel");
+  });
 }
 
 }  // namespace

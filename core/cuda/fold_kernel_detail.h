@@ -15,6 +15,7 @@
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/fold_kernel.h"
 #include "core/cuda/launch_grid.h"
+#include "core/error.h"
 #include "core/fold_law.h"
 
 namespace rv::fold_kernel_detail {
@@ -97,6 +98,43 @@ void launch_resident(Kernel kernel, const FoldArgs& args, std::size_t units_per_
       cuda_detail::resident_grid(reinterpret_cast<const void*>(kernel), kThreads, needed);
   kernel<<<blocks, kThreads, 0, stream>>>(args);
   RV_CUDA_CHECK_LAUNCH(name);
+}
+
+// A detail::FoldShape as compile-time parameters: slots per batch, units per thread,
+// streaming cache hints, and __launch_bounds__' minimum resident blocks per SM (0: not
+// given, which is not the same as 1: ptxas then allocates registers differently, 47 against
+// 55 for batch4x1, and the shapes were measured with it unsaid).
+template <int kBatchT, int kUnrollT, bool kStreamingT, int kMinBlocksT = 0>
+struct ShapeParams {
+  static constexpr int kBatch = kBatchT;
+  static constexpr int kUnroll = kUnrollT;
+  static constexpr bool kStreaming = kStreamingT;
+  static constexpr int kMinBlocks = kMinBlocksT;
+};
+
+// Calls launch(ShapeParams<…>{}) with `shape`'s parameters: the one table of what each shape
+// is, shared by the aligned and the realigned kernels' launches.
+template <typename Launch>
+void with_shape(detail::FoldShape shape, Launch&& launch) {
+  switch (shape) {
+    case detail::FoldShape::kBatch8Unroll1:
+      return launch(ShapeParams<8, 1, false>{});
+    case detail::FoldShape::kBatch4Unroll2:
+      return launch(ShapeParams<4, 2, false>{});
+    case detail::FoldShape::kBatch2Unroll4:
+      return launch(ShapeParams<2, 4, false>{});
+    case detail::FoldShape::kBatch8Unroll1Streaming:
+      return launch(ShapeParams<8, 1, true>{});
+    case detail::FoldShape::kBatch4Unroll1:
+      return launch(ShapeParams<4, 1, false>{});
+    case detail::FoldShape::kBatch2Unroll2:
+      return launch(ShapeParams<2, 2, false>{});
+    case detail::FoldShape::kBatch2Unroll1:
+      return launch(ShapeParams<2, 1, false>{});
+    case detail::FoldShape::kBatch4Unroll1FourBlocks:
+      return launch(ShapeParams<4, 1, false, 4>{});
+  }
+  throw InternalError("unknown fold shape");
 }
 
 // The realigned kernel (fold_realign_kernel.cu) under one shape and realignment.

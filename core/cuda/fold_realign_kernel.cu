@@ -149,48 +149,26 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) fold_realigned_kernel(Fo
   fold_edges(a, thread, 4);
 }
 
-// kMinBlocks: __launch_bounds__' minimum resident blocks per SM; 0 leaves it unsaid, which
-// is not the same as 1 (ptxas then allocates registers differently: 47 against 55 for
-// batch4x1, and the shape measurements were made with it unsaid).
-template <int kBatch, int kUnroll, bool kStreaming, int kMinBlocks = 0>
-void launch_shape(const FoldArgs& args, FoldRealign realign, cudaStream_t stream) {
-  const std::size_t per_block = static_cast<std::size_t>(kThreads) * kUnroll;
-  switch (realign) {
-    case FoldRealign::kShuffle:
-      return launch_resident(
-          fold_realigned_kernel<kBatch, kUnroll, kStreaming, FoldRealign::kShuffle, kMinBlocks>,
-          args, per_block, stream, "fold_realigned_kernel<shuffle>");
-    case FoldRealign::kOverlappingLoads:
-      return launch_resident(fold_realigned_kernel<kBatch, kUnroll, kStreaming,
-                                                   FoldRealign::kOverlappingLoads, kMinBlocks>,
-                             args, per_block, stream, "fold_realigned_kernel<overlapping-loads>");
-  }
-  throw InternalError("unknown fold realignment");
-}
-
 }  // namespace
 
 void launch_realigned(const FoldArgs& args, detail::FoldShape shape, FoldRealign realign,
                       cudaStream_t stream) {
-  switch (shape) {
-    case detail::FoldShape::kBatch8Unroll1:
-      return launch_shape<8, 1, false>(args, realign, stream);
-    case detail::FoldShape::kBatch4Unroll2:
-      return launch_shape<4, 2, false>(args, realign, stream);
-    case detail::FoldShape::kBatch2Unroll4:
-      return launch_shape<2, 4, false>(args, realign, stream);
-    case detail::FoldShape::kBatch8Unroll1Streaming:
-      return launch_shape<8, 1, true>(args, realign, stream);
-    case detail::FoldShape::kBatch4Unroll1:
-      return launch_shape<4, 1, false>(args, realign, stream);
-    case detail::FoldShape::kBatch2Unroll2:
-      return launch_shape<2, 2, false>(args, realign, stream);
-    case detail::FoldShape::kBatch2Unroll1:
-      return launch_shape<2, 1, false>(args, realign, stream);
-    case detail::FoldShape::kBatch4Unroll1FourBlocks:
-      return launch_shape<4, 1, false, 4>(args, realign, stream);
-  }
-  throw InternalError("unknown fold shape");
+  with_shape(shape, [&](auto p) {
+    using P = decltype(p);
+    const std::size_t per_block = static_cast<std::size_t>(kThreads) * P::kUnroll;
+    switch (realign) {
+      case FoldRealign::kShuffle:
+        return launch_resident(fold_realigned_kernel<P::kBatch, P::kUnroll, P::kStreaming,
+                                                     FoldRealign::kShuffle, P::kMinBlocks>,
+                               args, per_block, stream, "fold_realigned_kernel<shuffle>");
+      case FoldRealign::kOverlappingLoads:
+        return launch_resident(
+            fold_realigned_kernel<P::kBatch, P::kUnroll, P::kStreaming,
+                                  FoldRealign::kOverlappingLoads, P::kMinBlocks>,
+            args, per_block, stream, "fold_realigned_kernel<overlapping-loads>");
+    }
+    throw InternalError("unknown fold realignment");
+  });
 }
 
 }  // namespace rv::fold_kernel_detail

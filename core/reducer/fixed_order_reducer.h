@@ -33,12 +33,12 @@ struct FixedOrderOptions {
   // 16 MiB tables for the host fold, pipelined two at a time: the best of 2, 4, 8 and 16 MiB
   // in bench_gloo at W = 2, 4, 8, 16 and 64 MiB on this project's 2-core box (16 MiB was
   // the only size at or under Gloo's ring in all six; smaller pieces pay more per-round
-  // wake-ups than their finer overlap saves). 64 MiB tables
-  // on a GPU: its fold has no cache effect to chase, but pieces let it run under the
-  // transfers (NcclTransport::start_exchange) and bound the scratch at two tables instead of
-  // a copy of the whole arena; 64 MiB keeps every message large (64 MiB / W per peer: 8 MiB
-  // at W = 8, where NCCL's point-to-point bandwidth has levelled off) and the pieces few (16
-  // for a 1 GiB arena), since each costs one more grouped launch and wait.
+  // wake-ups than their finer overlap saves). 64 MiB tables on a GPU: its fold has no cache
+  // effect to chase, but pieces let it run under the transfers
+  // (NcclTransport::start_exchange) and bound the scratch at two tables instead of a copy of
+  // the whole arena; 64 MiB keeps every message large (64 MiB / W per peer: 8 MiB at W = 8,
+  // where NCCL's point-to-point bandwidth has levelled off) and the pieces few (16 for a
+  // 1 GiB arena), since each costs one more grouped launch and wait.
   static FixedOrderOptions for_device(const FoldDevice& device);
 };
 
