@@ -23,5 +23,3 @@ extern "C" rv_status rv_cuda_exact_reduce_stacked(int, const float*, uint32_t, s
                                                   float*, void*) {
   return rv::capi::guarded("rv_cuda_exact_reduce_stacked", [] { unsupported(); });
 }
-
-extern "C" rv_status rv_cuda_release_workspaces(void) { return RV_OK; }

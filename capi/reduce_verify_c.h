@@ -30,7 +30,7 @@ extern "C" {
 
 /* Raised whenever a function's signature or meaning changes; the Python package refuses a
  * library whose version differs from its own. */
-#define RV_C_API_VERSION 1
+#define RV_C_API_VERSION 2
 
 typedef enum rv_status {
   RV_OK = 0,
@@ -76,17 +76,12 @@ RV_C_API rv_status rv_cuda_fold_stacked(int device, const float* d_stacked, uint
                                         size_t slot_stride, size_t n, int op, float* d_out,
                                         void* cuda_stream);
 
-/* The exact contract on a GPU. Its plan depends on the data (each block's agreed window), so
- * the call waits for the agreement words on `cuda_stream` (one host synchronisation) before it
- * enqueues the encode, the integer sum and the rounding, and returns. Scratch comes from a
- * per-device workspace owned by the library (grow-only; 2 × 8 bytes per element for data of
- * moderate range), ordered after its previous use by an event, whatever the stream. */
+/* The exact contract on a GPU: one kernel on `cuda_stream` finds each block's window, sums
+ * every element's digits and rounds, with no host synchronisation and no scratch memory; the
+ * call returns once it is enqueued. Layout and aliasing as rv_exact_reduce_stacked. */
 RV_C_API rv_status rv_cuda_exact_reduce_stacked(int device, const float* d_stacked, uint32_t world,
                                                 size_t slot_stride, size_t n, int op, float* d_out,
                                                 void* cuda_stream);
-
-/* Frees the CUDA workspaces after the work that uses them has finished. RV_OK without CUDA. */
-RV_C_API rv_status rv_cuda_release_workspaces(void);
 
 #ifdef __cplusplus
 }

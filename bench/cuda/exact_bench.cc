@@ -7,8 +7,13 @@
 //   encode traffic:    4 B read + 8 B written per element (the digits)
 //   round traffic:     8 B read + 4 B written per element
 //   agreement traffic: 4 B read per element + 24 B written per 1024 elements
+//   stacked traffic:   W × 4 B read + 4 B written per element (the whole exact reduction of
+//                      W slots in one launch, as a fold of W slots would move; its second
+//                      read of each block, from L2, is not counted)
 //   copy: (read + written) / 2 bytes copied, i.e. the same bytes moved
 //   copy_fraction = kernel bandwidth / copy bandwidth (target ≥ 0.8 on the H200)
+// The stacked kernel runs on W = 2 and 8 slots of the same values, each rotated by a different
+// offset (distinct addends of the same magnitudes), for sum and mean.
 // Variants: the agreement's loads (detail::AgreementLoads), the encode with the limb width
 // known at run time or as a compile-time constant, the round for sum and for mean, the mean
 // with the long division by W, its reciprocal, in double screened for midpoints (the default
@@ -42,6 +47,7 @@ namespace {
 constexpr std::size_t kValueBytes = std::size_t{256} << 20;
 constexpr std::size_t kValues = kValueBytes / sizeof(float);
 constexpr std::uint32_t kWorld = 8;
+constexpr std::uint32_t kLargestStackedWorld = 8;
 constexpr int kWarmup = 3;
 constexpr int kIterations = 25;
 
@@ -62,7 +68,7 @@ double median(std::vector<double> values) {
 // kWorld identical ranks (realistic magnitudes for the round), the results, and a copy
 // source and target large enough for the largest kernel's traffic.
 struct Workload {
-  DeviceBuffer values, agreement, slots, digits, sums, results, copy_source, copy_target;
+  DeviceBuffer values, agreement, slots, digits, sums, results, stacked, copy_source, copy_target;
   ExactPlan plan;
   ExactPlanView view;
   cudaStream_t stream = nullptr;
@@ -90,7 +96,21 @@ struct Workload {
     launch_combine_words(digit_words(), kWorld, 0, plan.words, IntReduction::kSum, sum_words(),
                          stream);
     results = DeviceBuffer(0, kValueBytes);
-    const std::size_t largest_traffic = kValueBytes + plan.words * sizeof(std::int64_t);
+    stacked = DeviceBuffer(0, kLargestStackedWorld * kValueBytes);
+    for (std::uint32_t r = 0; r < kLargestStackedWorld; ++r) {
+      // Slot r: the values rotated left by r × 40,961 elements.
+      const std::size_t shift = (r * std::size_t{40961}) % kValues;
+      float* slot = stacked.floats() + r * kValues;
+      check(cudaMemcpyAsync(slot, values.floats() + shift, (kValues - shift) * sizeof(float),
+                            cudaMemcpyDeviceToDevice, stream),
+            "stack");
+      check(cudaMemcpyAsync(slot + (kValues - shift), values.floats(), shift * sizeof(float),
+                            cudaMemcpyDeviceToDevice, stream),
+            "stack");
+    }
+    const std::size_t largest_traffic =
+        std::max(kValueBytes + plan.words * sizeof(std::int64_t),
+                 (kLargestStackedWorld + 1) * kValueBytes);
     copy_source = DeviceBuffer(0, largest_traffic / 2);
     copy_target = DeviceBuffer(0, largest_traffic / 2);
     check(cudaMemsetAsync(copy_source.data(), 0x3C, copy_source.bytes(), stream), "memset");
@@ -225,6 +245,20 @@ void BM_ExactRound(benchmark::State& state) {
       w.digit_bytes() + static_cast<double>(kValueBytes), label);
 }
 
+void BM_ExactStacked(benchmark::State& state) {
+  Workload& w = workload();
+  const auto world = static_cast<std::uint32_t>(state.range(0));
+  const Op op = state.range(1) == 0 ? Op::kSum : Op::kMean;
+  measure(
+      state,
+      [&] {
+        launch_exact_reduce_stacked(w.stacked.floats(), world, kValues, kValues, op,
+                                    w.results.floats(), w.stream);
+      },
+      static_cast<double>(world + 1) * static_cast<double>(kValueBytes),
+      "stacked W=" + std::to_string(world) + " " + std::string(to_string(op)));
+}
+
 BENCHMARK(BM_ExactAgreement)
     ->ArgNames({"loads"})
     ->Arg(0)
@@ -250,6 +284,13 @@ BENCHMARK(BM_ExactRound)
     ->Args({1, 1})
     ->Args({1, 2})
     ->Args({1, 3})
+    ->UseManualTime()
+    ->Iterations(kIterations)
+    ->Unit(benchmark::kMillisecond);
+
+BENCHMARK(BM_ExactStacked)
+    ->ArgNames({"world", "mean"})
+    ->ArgsProduct({{2, kLargestStackedWorld}, {0, 1}})
     ->UseManualTime()
     ->Iterations(kIterations)
     ->Unit(benchmark::kMillisecond);

@@ -48,6 +48,16 @@ void launch_exact_encode(const float* d_values, const ExactPlanView& plan, std::
 void launch_exact_round(const std::int64_t* d_sums, const ExactPlanView& plan, Op op, float* d_out,
                         void* cuda_stream);
 
+// The exact contract over W slots in one device's memory (slot r at d_stacked + r ×
+// slot_stride, n values each from a block-aligned start), in one launch and with no host
+// synchronisation: what core/exact/exact_reduction.h's exact_reduce_stacked computes, bit for
+// bit, for callers that hold every addend themselves (the C ABI, the DDP hooks' shards).
+// 1 ≤ world ≤ 2^20, slot_stride ≥ n when world > 1; d_out may be exactly slot 0 (in place)
+// and must overlap no other slot (capi/stacked_arguments.h checks that for the C ABI).
+void launch_exact_reduce_stacked(const float* d_stacked, std::uint32_t world,
+                                 std::size_t slot_stride, std::size_t n, Op op, float* d_out,
+                                 void* cuda_stream);
+
 // What the library's int64 all-reduce computes, over W slots in one device's memory: d_out[i]
 // = the sum (or the maximum) of d_stacked[r × slot_stride + i] over r < slots. Integer
 // addition is associative, so the order of the slots does not matter; the caller keeps every

@@ -23,7 +23,10 @@ using exact_kernel_detail::grid_for;
 using exact_kernel_detail::kPairs;
 using exact_kernel_detail::kThreads;
 using exact_kernel_detail::load_pair;
+using exact_kernel_detail::log2_if_power_of_two;
 using exact_kernel_detail::one_limb_slot;
+using exact_kernel_detail::round_one_limb_mean_screened;
+using exact_kernel_detail::round_one_limb_sum;
 using exact_kernel_detail::store_pair;
 
 // exact::round_one_limb for a mean, with one multiply-high instead of a division: as in
@@ -49,43 +52,6 @@ __device__ __forceinline__ std::uint32_t round_one_limb_mean(std::int64_t d, int
   const std::uint64_t q = __umul64hi(top, w.magic) >> w.shift;
   const bool sticky = below || top - q * w.divisor != 0;
   return sign | exact::round_magnitude(exact::BigMagnitude<1>{{q}}, bottom + t, sticky);
-}
-
-// exact::round_one_limb for a sum, fast: (float)D is one correctly rounded conversion (RNE
-// to 24 bits), and scaling by 2^(bottom − 149) is exact in double and then in float while
-// the result is normal, so the bits are RNE24(D × 2^(bottom − 149)): the law's, including the
-// overflow to ±Inf (a 24-bit value ≥ 2^128 converts to Inf). Below 2^-126 the law rounds at
-// 2^-149 instead of at 24 bits; a fast result ≥ 2^-126 implies the exact value is
-// ≥ 2^-126 − 2^-151, where both give the same bits, so only fast results below 2^-126 (and
-// nonzero) take the law's own path.
-__device__ __forceinline__ std::uint32_t round_one_limb_sum(std::int64_t d, int bottom) {
-  const float f = __ll2float_rn(d);
-  const double scale = __longlong_as_double(static_cast<long long>(bottom - 149 + 1023) << 52);
-  const float scaled = __double2float_rn(static_cast<double>(f) * scale);
-  if (d == 0 || fabsf(scaled) >= 0x1p-126f) return float_bits(scaled);
-  return exact::round_one_limb(d, bottom, 1, false);
-}
-
-// exact::round_one_limb for a mean, in double, screened. The true mean is
-// v = D × 2^(bottom − 149) / W. y = (double(D) × r) × 2^(bottom − 149), r = 1/W rounded to
-// double, has three roundings to 53 bits (the conversion, r, the product; the power of two
-// is exact in double's range), so |y − v| ≤ 3 × 2^-53 |v|: at most 3 units in y's last
-// place. Rounding y to float (RNE24) gives RNE24(v) unless a rounding boundary of float lies
-// between them; float's boundaries are the midpoints between floats, whose pattern in y's
-// 29 bits below the float's 24 is 2^28 exactly. So a y whose 29 low bits are more than 8
-// from 2^28 rounds like v (overflow included: the boundary to Inf is the midpoint above
-// FLT_MAX), and the rest, about 17 in 2^29, take the law's long division. Results below
-// 2^-125 do too: there float rounds at 2^-149, not at 24 bits.
-__device__ __forceinline__ std::uint32_t round_one_limb_mean_screened(std::int64_t d, int bottom,
-                                                                      std::uint32_t world,
-                                                                      double reciprocal) {
-  if (d == 0) return 0u;
-  const double scale = __longlong_as_double(static_cast<long long>(bottom - 149 + 1023) << 52);
-  const double y = __dmul_rn(__dmul_rn(__ll2double_rn(d), reciprocal), scale);
-  const auto low29 = static_cast<std::uint32_t>(__double_as_longlong(y)) & ((1u << 29) - 1);
-  const bool near_midpoint = low29 - ((1u << 28) - 8) <= 16;
-  if (near_midpoint || fabs(y) < 0x1p-125) return exact::round_one_limb(d, bottom, world, true);
-  return float_bits(__double2float_rn(y));
 }
 
 struct RoundArgs {
@@ -173,13 +139,6 @@ __global__ void __launch_bounds__(kThreads) round_general_kernel(RoundArgs a, bo
       store_pair(y + e, left, r0, r1);
     }
   }
-}
-
-// k when W = 2^k (W ≤ 2^20), −1 otherwise.
-int log2_if_power_of_two(std::uint32_t world) {
-  int k = 0;
-  while ((std::uint32_t{1} << k) < world) ++k;
-  return (std::uint32_t{1} << k) == world ? k : -1;
 }
 
 }  // namespace

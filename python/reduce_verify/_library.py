@@ -11,7 +11,7 @@ import threading
 
 from .errors import InputError, InternalError, LibraryNotFound, RuntimeFailure, Unsupported
 
-API_VERSION = 1  # RV_C_API_VERSION this package speaks
+API_VERSION = 2  # RV_C_API_VERSION this package speaks
 LIBRARY_NAME = "libreduce_verify_c.so"
 OP_SUM, OP_MEAN = 0, 1
 
@@ -34,7 +34,6 @@ _SIGNATURES = {
     "rv_cuda_exact_reduce_stacked": (ctypes.c_int, [ctypes.c_int, _f32p, ctypes.c_uint32,
                                                     ctypes.c_size_t, ctypes.c_size_t, ctypes.c_int,
                                                     _f32p, ctypes.c_void_p]),
-    "rv_cuda_release_workspaces": (ctypes.c_int, []),
 }
 
 _lock = threading.Lock()

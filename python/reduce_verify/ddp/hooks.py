@@ -43,8 +43,8 @@ def fixed_order_hook(state, bucket):
 def exact_hook(state, bucket):
     """DDP communication hook: the bucket's all-reduce under the exact contract (each element
     the correctly rounded sum, or mean, of its W addends: bits independent even of which rank
-    holds which addend). On a GPU each bucket waits once for the device (the plan of the
-    integer sums depends on the data)."""
+    holds which addend). On a GPU the shard's exact reduction is one kernel on the current
+    stream: nothing waits for the device."""
     return _reduce_bucket(state, bucket, "exact")
 
 
