@@ -20,6 +20,7 @@
 // for step 2 (the same thread's addresses, just read: L1 or L2). No thread waits for
 // another. The bits are those of core/exact/exact_reduction.h's exact_reduce_stacked: each is
 // the correctly rounded value of the same exact sum (or sum / W), however it was built.
+#include <cmath>
 #include <cstdint>
 
 #include "core/cuda/cuda_check.h"
@@ -90,21 +91,23 @@ __device__ __forceinline__ void store_group(const StackedArgs& a, std::size_t fi
   }
 }
 
-// What step 1 keeps of one element's addends, as bit patterns of |x| (for binary32 the larger
-// pattern is the larger magnitude): the largest, where an Inf, a NaN or a −0 counts as
-// 0xFFFFFFFF (any of them sends the element down the general path), and the smallest nonzero
-// one (0xFFFFFFFF while there is none).
+// What step 1 keeps of one element's addends.
 struct ElementWindow {
-  std::uint32_t largest = 0;
-  std::uint32_t smallest = 0xFFFFFFFFu;
+  float largest = 0.0f;                     // the largest |x| (fmaxf passes over a NaN)
+  float smallest = INFINITY;  // the smallest nonzero |x| (+Inf: none yet)
+  // Σ x in float: not finite exactly when an addend is NaN or ±Inf, or the float sum of
+  // finite addends overflows; either way the element takes the general path.
+  float probe = 0.0f;
+  std::uint32_t sign_and = 0xFFFFFFFFu;  // AND of the addends' bits: bit 31 = every one negative
 };
-constexpr std::uint32_t kSpecial = 0xFFFFFFFFu;
 
 __device__ __forceinline__ void widen(ElementWindow& w, std::uint32_t bits) {
-  const std::uint32_t magnitude = bits & 0x7FFFFFFFu;
-  const bool ordinary = magnitude < 0x7F800000u && bits != 0x80000000u;
-  w.largest = max(w.largest, ordinary ? magnitude : kSpecial);
-  w.smallest = min(w.smallest, magnitude != 0 ? magnitude : 0xFFFFFFFFu);
+  const float x = float_from_bits(bits);
+  const float magnitude = fabsf(x);
+  w.largest = fmaxf(w.largest, magnitude);
+  w.smallest = fminf(w.smallest, magnitude != 0.0f ? magnitude : INFINITY);
+  w.probe = __fadd_rn(w.probe, x);
+  w.sign_and &= bits;
 }
 
 // The scale of a nonzero finite |x|: its bits lie in positions [scale, scale + 23] (units of
@@ -122,6 +125,17 @@ __device__ __forceinline__ std::int64_t one_limb_digit(std::uint32_t bits, int b
   const int shift = max(max(static_cast<int>(exponent), 1) - 1 - bottom, 0);
   const auto digit = static_cast<std::int64_t>(std::uint64_t{significand} << shift);
   return (bits >> 31) != 0 ? -digit : digit;
+}
+
+// The lowest window bottom whose scale factor 2^(149 − bottom) is a normal float.
+constexpr int kLowestFloatBottom = 22;
+
+// The same digit for a window bottom ≥ kLowestFloatBottom, in two instructions: x × 2^(149 −
+// bottom) = ±|k| / 2^bottom is exact in float (24 significant bits, ≥ 1 for a nonzero
+// addend, whose scale is at least the bottom, and < 2^62 inside one limb: normal), and so is
+// its conversion to int64; ±0 gives 0. `factor` is 2^(149 − bottom).
+__device__ __forceinline__ std::int64_t float_digit(std::uint32_t bits, float factor) {
+  return __float2ll_rz(__fmul_rn(float_from_bits(bits), factor));
 }
 
 // One element the one-limb path cannot take: its agreement words, window and digits as the
@@ -185,19 +199,23 @@ __global__ void __launch_bounds__(kThreads) exact_stacked_kernel(StackedArgs a) 
       }
     }
 
-    // Step 2: the one-limb sums, where the window [smallest's scale, largest's top bit] fits
-    // one limb.
-    bool one_limb[kGroup];
+    // Step 2: the one-limb sums, where no addend is NaN or ±Inf and the window [the
+    // smallest's scale, the largest's top bit] fits one limb; an element of zeros alone sums
+    // to zero, +0 unless every addend is −0.
+    bool one_limb[kGroup], zeros[kGroup], integer_digits[kGroup];
     int bottom[kGroup];
+    float factor[kGroup];
+    bool every_float_digit = true;
 #pragma unroll
     for (int i = 0; i < kGroup; ++i) {
-      const std::uint32_t largest = window[i].largest;
-      one_limb[i] = largest != kSpecial;
-      bottom[i] = largest == 0 ? 0 : scale_of(window[i].smallest);
-      if (largest != 0 && one_limb[i]) {
-        const int top = exact::top_position(exact::magnitude_of(largest));
-        one_limb[i] = top - bottom[i] + 1 <= a.limb_bits;
-      }
+      const ElementWindow& w = window[i];
+      zeros[i] = w.largest == 0.0f;
+      bottom[i] = zeros[i] ? kLowestFloatBottom : scale_of(float_bits(w.smallest));
+      const int top = exact::top_position(exact::magnitude_of(float_bits(w.largest)));
+      one_limb[i] = isfinite(w.probe) && top - bottom[i] + 1 <= a.limb_bits;
+      integer_digits[i] = one_limb[i] && bottom[i] < kLowestFloatBottom;
+      factor[i] = __int_as_float((149 - max(bottom[i], kLowestFloatBottom) + 127) << 23);
+      every_float_digit = every_float_digit && !integer_digits[i];
     }
     std::int64_t sum[kGroup] = {};
     for (std::uint32_t r = 0; r < a.world; r += kRegisterSlots) {
@@ -207,12 +225,18 @@ __global__ void __launch_bounds__(kThreads) exact_stacked_kernel(StackedArgs a) 
           if (r + j < a.world) load_group(a, r + j, first, held[j]);
         }
       }
+      // Digits of elements that will not use them (special or zeros) are summed and dropped.
 #pragma unroll
       for (std::uint32_t j = 0; j < kRegisterSlots; ++j) {
         if (r + j >= a.world) break;
 #pragma unroll
         for (int i = 0; i < kGroup; ++i) {
-          if (one_limb[i]) sum[i] += one_limb_digit(held[j][i], bottom[i]);
+          if (every_float_digit) {
+            sum[i] += float_digit(held[j][i], factor[i]);
+          } else {
+            sum[i] += integer_digits[i] ? one_limb_digit(held[j][i], bottom[i])
+                                        : float_digit(held[j][i], factor[i]);
+          }
         }
       }
     }
@@ -223,7 +247,8 @@ __global__ void __launch_bounds__(kThreads) exact_stacked_kernel(StackedArgs a) 
     bool every_one_limb = true;
 #pragma unroll
     for (int i = 0; i < kGroup; ++i) {
-      result[i] = round_one_limb<kMean, kPowerOfTwo>(sum[i], bottom[i], a);
+      result[i] = zeros[i] ? window[i].sign_and & 0x80000000u
+                           : round_one_limb<kMean, kPowerOfTwo>(sum[i], bottom[i], a);
       every_one_limb = every_one_limb && one_limb[i];
     }
     if (every_one_limb) {
