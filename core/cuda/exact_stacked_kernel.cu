@@ -6,13 +6,14 @@
 // is local, so each element can have its own window, found from its own W addends: the
 // window only has to hold every addend's bits, and any window that does gives the same
 // exact sum. Each thread takes 4 consecutive elements at a time and
-//   1. over the W slots, keeps per element the largest and the smallest nonzero |x| as bit
-//      patterns (for binary32 the larger pattern is the larger magnitude; a NaN, ±Inf or −0
-//      marks the element special): two integer max/min per addend;
-//   2. when the element is not special and the window [the smallest's scale, the largest's
-//      top bit] fits one limb of limb_bits(W) bits (gradient-like data: nearly always), sums
-//      the W digits in one int64 and rounds it with the round kernel's fast one-limb
-//      roundings, and stores;
+//   1. over the W slots, keeps per element the largest and the smallest nonzero |x|
+//      (float max and min), the float sum of the addends (not finite exactly when one is
+//      NaN or ±Inf, or the float sum overflows) and the AND of their bits (for zeros: is
+//      every addend −0?);
+//   2. when that sum is finite and the window [the smallest's scale, the largest's top bit]
+//      fits one limb of limb_bits(W) bits (gradient-like data: nearly always), sums the W
+//      digits in one int64 — each digit x × 2^(149 − bottom) converted to an integer, exact
+//      in float — and rounds it with the round kernel's fast one-limb roundings, and stores;
 //   3. otherwise (rare, per element) takes the general path once the one-limb results are
 //      stored: the element's agreement words, window and digits as exact_law.h defines
 //      them, the wide sum exact::ExactSum and the special word, exact::round_exact_sum.
