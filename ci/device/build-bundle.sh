@@ -4,7 +4,8 @@
 #   build-device/bin/   the GPU tests, bench_cuda, bench_cuda_exact, bench_nccl, reduce-verify
 #                       (when it builds)
 #   build-device/lib/   the shared libraries they need that a bare CUDA image may lack
-#                       (Google Benchmark and Gloo are shared-only on Debian)
+#                       (Google Benchmark and Gloo are shared-only on Debian), and
+#                       libreduce_verify_c.so for the Python package
 #   build-device/BUILD  how it was built (commit, compiler, flags)
 # The CUDA runtime is linked statically and NCCL not at all (it is dlopen'ed, so the device
 # machine's LD_LIBRARY_PATH picks the NCCL under test). Every default CUDA architecture is
@@ -23,6 +24,8 @@ programs=(gpu_fold_kernel_test gpu_cuda_fold_device_test gpu_loopback_world_test
           gpu_exact_kernel_test gpu_exact_world_test
           gpu_nccl_transport_test cuda_host_test bench_cuda bench_cuda_exact bench_nccl)
 cmake --build "$tree" -j "$jobs" --target "${programs[@]}"
+# The C ABI the Python package loads (ci/device/run-ddp-hook-bench.sh), built with CUDA.
+cmake --build "$tree" -j "$jobs" --target reduce_verify_c
 # The CLI is other people's code in motion: ship it when it builds, go on when it does not.
 if cmake --build "$tree" -j "$jobs" --target reduce-verify >/dev/null 2>&1; then
   programs+=(reduce-verify)
@@ -57,6 +60,8 @@ for program in "${programs[@]}"; do
     esac
   done
 done
+
+cp "$tree/capi/libreduce_verify_c.so" "$stage/lib/"
 
 {
   echo "commit: $(git -C "$root" rev-parse HEAD)$(git -C "$root" diff --quiet || echo ' (dirty tree)')"

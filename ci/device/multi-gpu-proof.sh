@@ -13,6 +13,10 @@
 #   4. the NCCL benchmark (fixed-order, pipelined in 64 MiB pieces and, where that makes
 #      several, in one piece, vs ncclAllReduce) at W = 2 and W = the GPU count; the summary
 #      lists the pipelined and one-piece times of the sizes cut into pieces
+#   5. the PyTorch hooks (issue 11) in a real NCCL world of every GPU, one process each:
+#      step time against DDP's default all-reduce, and every recorded bucket of the W ranks'
+#      real gradients replayed on the host (python/bench/ddp_hook_overhead.py --processes;
+#      needs the bundle's libreduce_verify_c.so); its JSON and log go into reports.tar.gz
 # NOT RUN YET: no machine with several GPUs has been lent (see the README).
 #   usage (device machine, repository root): bash ci/device/multi-gpu-proof.sh
 #   RV_DEVICE_BUDGET (default 540 s): the steps stop there, so the reports still come back
@@ -114,5 +118,11 @@ for path in sys.argv[1:]:
                   f"{r['fixed_order_one_piece_us']:11.1f} {r['pipelined_over_one_piece_time']:6.3f} "
                   f"{r['nccl_allreduce_us']:9.1f}")
 EOF
-tar -czf "$out/reports.tar.gz" -C "$work" reports
+# 5. The DDP hooks over every GPU (about 60 s; figures in the summary, files in the archive).
+mkdir -p "$work/ddp"
+check "ddp hooks, NCCL world of $gpus processes" env OUT="$work/ddp" \
+  bash "$root/ci/device/run-ddp-hook-bench.sh" --processes "$gpus" --batches 256,1024 --rounds 3
+grep -E '^batch|replays agree' "$work/ddp/ddp-hook-bench.log" 2>/dev/null | tee -a "$summary"
+
+tar -czf "$out/reports.tar.gz" -C "$work" reports ddp
 note "steps failed: $(grep -c 'rc=[1-9]' "$summary"), skipped: $(grep -c 'rc=skipped' "$summary")"

@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# The PyTorch hooks on one GPU (issue 11), in one device call: python/bench/ddp_hook_overhead.py
-# with the device's own python3 and torch 2.x, over a libreduce_verify_c.so built with CUDA on
-# the build machine and carried along. It writes $OUT/ddp-hook-overhead.json and a log.
-#   on the build machine:  BUILD_DIR=build-python ./ci/build.sh -DCMAKE_CUDA_ARCHITECTURES=90
-#                          (or: cmake --build build-python --target reduce_verify_c reduce-verify)
+# The PyTorch hooks (issue 11) on one GPU, or with --processes W on an NCCL world of W GPUs,
+# in one device call: python/bench/ddp_hook_overhead.py with the device's own python3 and
+# torch 2.x, over a libreduce_verify_c.so built with CUDA on the build machine and carried
+# along. It writes $OUT/ddp-hook-overhead.json and a log.
+#   on the build machine:  ci/device/build-bundle.sh (stages build-device/lib/libreduce_verify_c.so)
+#                          or BUILD_DIR=build-python ./ci/build.sh -DCMAKE_CUDA_ARCHITECTURES=90
 #   device call:           run(command="bash ci/device/run-ddp-hook-bench.sh",
-#                              carry=["build-python/capi/libreduce_verify_c.so",
-#                                     "build-python/verify/reduce-verify"])
-#   LIB, TOOL    override the library and the CLI (default: build-python's, else build/'s,
-#                else the bundle's build-device/bin/reduce-verify for the CLI)
-#   extra arguments go to the Python script (e.g. --batches 1024 --rounds 3)
+#                              carry=["build-device"])
+#   LIB, TOOL    override the library and the CLI (default: build-python's, else build/'s, else
+#                the bundle's; the bundle's build-device/bin/reduce-verify for the CLI)
+#   extra arguments go to the Python script (e.g. --batches 1024 --rounds 3, or
+#   --processes 2 for a real NCCL world of two GPUs)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-/tmp/rv-ddp-bench-out}
@@ -20,9 +21,10 @@ export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
 
 first_of() { for path in "$@"; do [[ -f "$path" ]] && { echo "$path"; return; }; done; }
 lib=${LIB:-$(first_of "$root/build-python/capi/libreduce_verify_c.so" \
-                       "$root/build/capi/libreduce_verify_c.so")}
+                       "$root/build/capi/libreduce_verify_c.so" \
+                       "$root/build-device/lib/libreduce_verify_c.so")}
 if [[ -z "$lib" ]]; then
-  echo "run-ddp-hook-bench: no libreduce_verify_c.so (carry build-python/capi/)" >&2
+  echo "run-ddp-hook-bench: no libreduce_verify_c.so (carry build-python/capi/ or the bundle)" >&2
   exit 2
 fi
 # The CLI for the recorded replays: the first candidate that runs here. A Debian-built binary

@@ -14,10 +14,17 @@ On one CUDA device (the lent H200), with the device's own torch (2.x):
    Recorder; every recorded bucket replayed on the host through the core (and through
    `reduce-verify digest --inputs` when --tool is given) must give the digest the GPU got.
 
+With --processes W (W GPUs, one process each, an NCCL world of W), sections 2 and 3 run in
+that real world instead: every rank times its own steps (rank 0's are the figures; every
+rank's medians are kept) and every rank trains on its own batches; the recorded buckets hold
+the W ranks' real gradients, replayed on rank 0's host. Section 1 is one device's and is
+left out.
+
 Benchmarks measure; the replays are checks: the script writes its JSON either way and exits
 1 when a replay disagrees.
 
     python3 python/bench/ddp_hook_overhead.py --out "$OUT"   (REDUCE_VERIFY_LIB set)
+    python3 python/bench/ddp_hook_overhead.py --out "$OUT" --processes 2
 """
 
 import argparse
@@ -35,6 +42,7 @@ import time
 
 import torch
 import torch.distributed as dist
+import torch.multiprocessing as mp
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 import reduce_verify  # noqa: E402
@@ -58,7 +66,9 @@ def parse_arguments():
     parser.add_argument("--skip", default="", help="comma list of sections to skip: "
                         "replay,overhead,recorded")
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"),
-                        help="cpu: a smoke run of the script's logic on a Gloo world of one")
+                        help="cpu: a smoke run of the script's logic on a Gloo world")
+    parser.add_argument("--processes", type=int, default=1,
+                        help="ranks of the real world (one GPU each; sections 2 and 3)")
     args = parser.parse_args()
     if args.tool:
         args.tool = os.path.abspath(args.tool)  # the replays run in the recording's folder
@@ -237,10 +247,16 @@ def overhead(args, device):
                 "p90": round(ordered[(len(ordered) * 9) // 10], 3)}
             entry["ratio_to_ddp_default"][hook] = round(statistics.median(ordered) / base, 3)
         entry["fixed_order_meets_1_3x"] = entry["ratio_to_ddp_default"]["fixed_order_hook"] <= 1.3
+        if dist.get_world_size() > 1:
+            medians = [None] * dist.get_world_size()
+            dist.all_gather_object(medians, {h: entry["step_ms"][h]["median"] for h in hooks})
+            entry["world"] = dist.get_world_size()
+            entry["median_ms_per_rank"] = medians
         results.append(entry)
-        print(f"batch {size}: " + ", ".join(
-            f"{h} {entry['step_ms'][h]['median']:.2f} ms ({entry['ratio_to_ddp_default'][h]}x)"
-            for h in hooks), flush=True)
+        if dist.get_rank() == 0:
+            print(f"batch {size}: " + ", ".join(
+                f"{h} {entry['step_ms'][h]['median']:.2f} ms ({entry['ratio_to_ddp_default'][h]}x)"
+                for h in hooks), flush=True)
         del models, x, y
     return results
 
@@ -257,9 +273,14 @@ def recorded(args, device, scratch):
         recorder = reduce_verify.Recorder(folder, steps=[2])
         ddp.register_comm_hook(HookState(recorder=recorder), hook)
         optimizer = torch.optim.SGD(ddp.parameters(), lr=1e-3)
+        rank = dist.get_rank()
         for step in range(4):  # step 2: after DDP's bucket rebuild
-            train_step(ddp, optimizer, *batch(128, step, 0, device))
+            train_step(ddp, optimizer, *batch(128, step, rank, device))
         synchronize(device)
+        dist.barrier()  # the writer (rank 0) has written every bucket
+        if rank != 0:
+            del ddp, model
+            continue
         manifest = json.loads(recorder.manifest_path().read_text())
         for entry in manifest["entries"]:
             stacked = torch.stack([
@@ -280,10 +301,43 @@ def recorded(args, device, scratch):
                     f"exit {done.returncode}: {done.stderr.strip()}"
                 row["agree"] = row["agree"] and row["tool_digest"] == entry["result_digest"]
             results.append(row)
-            print(f"recorded {hook_name} bucket {entry['bucket']}: gpu {entry['result_digest']} "
-                  f"host {host} {'agree' if row['agree'] else 'DIFFER'}", flush=True)
+            print(f"recorded {hook_name} bucket {entry['bucket']} W={entry['world']}: gpu "
+                  f"{entry['result_digest']} host {host} {'agree' if row['agree'] else 'DIFFER'}",
+                  flush=True)
         del ddp, model
+    dist.barrier()  # the other ranks wait for rank 0's replays before the next section
     return results
+
+
+def run_world(rank, args, scratch, world):
+    """One rank: its device, the process group, the sections; rank 0 writes the JSON."""
+    if args.device == "cuda":
+        device = torch.device("cuda", rank)
+        torch.cuda.set_device(device)
+    else:
+        device = torch.device("cpu")
+    skip = set(filter(None, args.skip.split(",")))
+    report = {"format": "reduce-verify ddp hook overhead 1", "machine": machine(device),
+              "arguments": vars(args), "world": world}
+    backend = "nccl" if device.type == "cuda" else "gloo"
+    dist.init_process_group(backend, init_method=f"file://{scratch}/store", rank=rank,
+                            world_size=world)
+    try:
+        if "replay" not in skip and world == 1:
+            report["logical_replay"] = logical_replay(args, device)
+        if "overhead" not in skip:
+            report["overhead"] = overhead(args, device)
+        if "recorded" not in skip:
+            report["recorded"] = recorded(args, device, scratch)
+    finally:
+        dist.destroy_process_group()
+    if rank != 0:
+        return
+    checks = report.get("logical_replay", []) + report.get("recorded", [])
+    report["all_replays_agree"] = all(row["agree"] for row in checks)
+    path = pathlib.Path(args.out) / "ddp-hook-overhead.json"
+    path.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"wrote {path}; replays agree: {report['all_replays_agree']}")
 
 
 def main():
@@ -293,35 +347,19 @@ def main():
     if args.device == "cuda":
         if not torch.cuda.is_available():
             raise SystemExit("ddp_hook_overhead: no CUDA device")
+        if torch.cuda.device_count() < args.processes:
+            raise SystemExit(f"ddp_hook_overhead: --processes {args.processes} needs as many "
+                             f"GPUs; this machine has {torch.cuda.device_count()}")
         if not reduce_verify.built_with_cuda():
             raise SystemExit(f"ddp_hook_overhead: {reduce_verify.library_info()}: no CUDA")
-        device = torch.device("cuda", 0)
-        torch.cuda.set_device(device)
-    else:
-        device = torch.device("cpu")
-    skip = set(filter(None, args.skip.split(",")))
-    out = pathlib.Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    report = {"format": "reduce-verify ddp hook overhead 1", "machine": machine(device),
-              "arguments": vars(args)}
+    pathlib.Path(args.out).mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="rv-ddp-bench-") as scratch:
-        backend = "nccl" if device.type == "cuda" else "gloo"
-        dist.init_process_group(backend, init_method=f"file://{scratch}/store", rank=0,
-                                world_size=1)
-        try:
-            if "replay" not in skip:
-                report["logical_replay"] = logical_replay(args, device)
-            if "overhead" not in skip:
-                report["overhead"] = overhead(args, device)
-            if "recorded" not in skip:
-                report["recorded"] = recorded(args, device, scratch)
-        finally:
-            dist.destroy_process_group()
-    checks = report.get("logical_replay", []) + report.get("recorded", [])
-    report["all_replays_agree"] = all(row["agree"] for row in checks)
-    path = out / "ddp-hook-overhead.json"
-    path.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {path}; replays agree: {report['all_replays_agree']}")
+        if args.processes == 1:
+            run_world(0, args, scratch, 1)
+        else:
+            mp.start_processes(run_world, args=(args, scratch, args.processes),
+                               nprocs=args.processes, join=True, start_method="spawn")
+    report = json.loads((pathlib.Path(args.out) / "ddp-hook-overhead.json").read_text())
     return 0 if report["all_replays_agree"] else 1
 
 
