@@ -94,7 +94,7 @@ __device__ __forceinline__ void store_group(const StackedArgs& a, std::size_t fi
 
 // What step 1 keeps of one element's addends.
 struct ElementWindow {
-  float largest = 0.0f;                     // the largest |x| (fmaxf passes over a NaN)
+  float largest = 0.0f;       // the largest |x| (fmaxf passes over a NaN)
   float smallest = INFINITY;  // the smallest nonzero |x| (+Inf: none yet)
   // Σ x in float: not finite exactly when an addend is NaN or ±Inf, or the float sum of
   // finite addends overflows; either way the element takes the general path.
@@ -218,7 +218,10 @@ __global__ void __launch_bounds__(kThreads) exact_stacked_kernel(StackedArgs a) 
       factor[i] = __int_as_float((149 - max(bottom[i], kLowestFloatBottom) + 127) << 23);
       every_float_digit = every_float_digit && !integer_digits[i];
     }
-    std::int64_t sum[kGroup] = {};
+    // Summed as unsigned words: the digits of an element that will not use them (special,
+    // or zeros) may be anything (a NaN converts to INT64_MIN) and must not overflow a signed
+    // sum; an element that uses them stays within ±2^63 (the window's limb bits).
+    std::uint64_t sum[kGroup] = {};
     for (std::uint32_t r = 0; r < a.world; r += kRegisterSlots) {
       if (!in_registers) {
 #pragma unroll
@@ -233,10 +236,11 @@ __global__ void __launch_bounds__(kThreads) exact_stacked_kernel(StackedArgs a) 
 #pragma unroll
         for (int i = 0; i < kGroup; ++i) {
           if (every_float_digit) {
-            sum[i] += float_digit(held[j][i], factor[i]);
+            sum[i] += static_cast<std::uint64_t>(float_digit(held[j][i], factor[i]));
           } else {
-            sum[i] += integer_digits[i] ? one_limb_digit(held[j][i], bottom[i])
-                                        : float_digit(held[j][i], factor[i]);
+            sum[i] +=
+                static_cast<std::uint64_t>(integer_digits[i] ? one_limb_digit(held[j][i], bottom[i])
+                                                             : float_digit(held[j][i], factor[i]));
           }
         }
       }
@@ -249,7 +253,8 @@ __global__ void __launch_bounds__(kThreads) exact_stacked_kernel(StackedArgs a) 
 #pragma unroll
     for (int i = 0; i < kGroup; ++i) {
       result[i] = zeros[i] ? window[i].sign_and & 0x80000000u
-                           : round_one_limb<kMean, kPowerOfTwo>(sum[i], bottom[i], a);
+                           : round_one_limb<kMean, kPowerOfTwo>(static_cast<std::int64_t>(sum[i]),
+                                                                bottom[i], a);
       every_one_limb = every_one_limb && one_limb[i];
     }
     if (every_one_limb) {
