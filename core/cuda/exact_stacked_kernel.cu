@@ -17,12 +17,15 @@
 //   3. otherwise (rare, per element) takes the general path once the one-limb results are
 //      stored: the element's agreement words, window and digits as exact_law.h defines
 //      them, the wide sum exact::ExactSum and the special word, exact::round_exact_sum.
-// Worlds of up to 4 slots are read once and kept in registers; larger ones are read again
-// for step 2 (the same thread's addresses, just read: L1 or L2). No thread waits for
+// Worlds of up to 4 slots are read once and kept in registers (and, with
+// detail::StackedLoads::kPrefetchNext, the next group's loads are issued before the current
+// group's arithmetic); larger ones are read again for step 2 (the same thread's addresses,
+// just read: L1 or L2). No thread waits for
 // another. The bits are those of core/exact/exact_reduction.h's exact_reduce_stacked: each is
 // the correctly rounded value of the same exact sum (or sum / W), however it was built.
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/exact_kernel.h"
@@ -176,21 +179,47 @@ __device__ __forceinline__ std::uint32_t round_one_limb(std::int64_t d, int bott
   }
 }
 
-template <bool kMean, bool kPowerOfTwo>
+// The first round of loads (slots 0 … kRegisterSlots − 1) of the group at `first`.
+__device__ __forceinline__ void load_first_round(const StackedArgs& a, std::size_t first,
+                                                 std::uint32_t bits[kRegisterSlots][kGroup]) {
+#pragma unroll
+  for (std::uint32_t j = 0; j < kRegisterSlots; ++j) {
+    if (j < a.world) load_group(a, j, first, bits[j]);
+  }
+}
+
+// kPrefetch (detail::StackedLoads::kPrefetchNext): in a world of at most kRegisterSlots
+// slots, the next group's loads are issued before this group's arithmetic, so they are in
+// flight while it runs instead of after it.
+template <bool kMean, bool kPowerOfTwo, bool kPrefetch>
 __global__ void __launch_bounds__(kThreads) exact_stacked_kernel(StackedArgs a) {
-  for (std::size_t g = blockIdx.x * static_cast<std::size_t>(kThreads) + threadIdx.x; g < a.groups;
-       g += static_cast<std::size_t>(gridDim.x) * kThreads) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * kThreads;
+  const bool in_registers = a.world <= kRegisterSlots;
+  const bool prefetch = kPrefetch && in_registers;
+  std::uint32_t next[kRegisterSlots][kGroup];
+  std::size_t g = blockIdx.x * static_cast<std::size_t>(kThreads) + threadIdx.x;
+  if (prefetch && g < a.groups) load_first_round(a, g * kGroup, next);
+  for (; g < a.groups; g += stride) {
     const std::size_t first = g * kGroup;
-    const bool in_registers = a.world <= kRegisterSlots;
 
     // Step 1: each element's window.
     std::uint32_t held[kRegisterSlots][kGroup];
     ElementWindow window[kGroup];
-    for (std::uint32_t r = 0; r < a.world; r += kRegisterSlots) {
-      // Every load of the round is issued before any is used.
+    if (prefetch) {
 #pragma unroll
       for (std::uint32_t j = 0; j < kRegisterSlots; ++j) {
-        if (r + j < a.world) load_group(a, r + j, first, held[j]);
+#pragma unroll
+        for (int i = 0; i < kGroup; ++i) held[j][i] = next[j][i];
+      }
+      if (g + stride < a.groups) load_first_round(a, (g + stride) * kGroup, next);
+    }
+    for (std::uint32_t r = 0; r < a.world; r += kRegisterSlots) {
+      // Every load of the round is issued before any is used.
+      if (!prefetch) {
+#pragma unroll
+        for (std::uint32_t j = 0; j < kRegisterSlots; ++j) {
+          if (r + j < a.world) load_group(a, r + j, first, held[j]);
+        }
       }
 #pragma unroll
       for (std::uint32_t j = 0; j < kRegisterSlots; ++j) {
@@ -285,6 +314,27 @@ __global__ void __launch_bounds__(kThreads) exact_stacked_kernel(StackedArgs a) 
 void launch_exact_reduce_stacked(const float* d_stacked, std::uint32_t world,
                                  std::size_t slot_stride, std::size_t n, Op op, float* d_out,
                                  void* cuda_stream) {
+  detail::launch_exact_reduce_stacked_with(d_stacked, world, slot_stride, n, op, d_out, cuda_stream,
+                                           detail::default_stacked_loads());
+}
+
+namespace detail {
+
+StackedLoads default_stacked_loads() { return StackedLoads::kOneGroup; }
+
+const char* to_string(StackedLoads loads) {
+  switch (loads) {
+    case StackedLoads::kOneGroup:
+      return "one-group";
+    case StackedLoads::kPrefetchNext:
+      return "prefetch-next";
+  }
+  return "unknown";
+}
+
+void launch_exact_reduce_stacked_with(const float* d_stacked, std::uint32_t world,
+                                      std::size_t slot_stride, std::size_t n, Op op, float* d_out,
+                                      void* cuda_stream, StackedLoads loads) {
   constexpr const char* kWho = "launch_exact_reduce_stacked";
   RV_ENFORCE_GE(InputError, world, 1u, "launch_exact_reduce_stacked: world size");
   RV_ENFORCE_LE(InputError, world, exact::kMaxWorld,
@@ -312,13 +362,22 @@ void launch_exact_reduce_stacked(const float* d_stacked, std::uint32_t world,
              as_stream(cuda_stream)>>>(args);
     RV_CUDA_CHECK_LAUNCH("exact_stacked_kernel");
   };
-  if (op == Op::kSum) {
-    launch(exact_stacked_kernel<false, false>);
-  } else if (args.log2_world >= 0) {
-    launch(exact_stacked_kernel<true, true>);
+  const auto launch_op = [&](auto prefetch) {
+    constexpr bool kPrefetch = decltype(prefetch)::value;
+    if (op == Op::kSum) {
+      launch(exact_stacked_kernel<false, false, kPrefetch>);
+    } else if (args.log2_world >= 0) {
+      launch(exact_stacked_kernel<true, true, kPrefetch>);
+    } else {
+      launch(exact_stacked_kernel<true, false, kPrefetch>);
+    }
+  };
+  if (loads == StackedLoads::kPrefetchNext) {
+    launch_op(std::true_type{});
   } else {
-    launch(exact_stacked_kernel<true, false>);
+    launch_op(std::false_type{});
   }
 }
 
+}  // namespace detail
 }  // namespace rv
