@@ -20,9 +20,9 @@
 // Worlds of up to 4 slots are read once and kept in registers (and, with
 // detail::StackedLoads::kPrefetchNext, the next group's loads are issued before the current
 // group's arithmetic); larger ones are read again for step 2 (the same thread's addresses,
-// just read: L1 or L2). No thread waits for
-// another. The bits are those of core/exact/exact_reduction.h's exact_reduce_stacked: each is
-// the correctly rounded value of the same exact sum (or sum / W), however it was built.
+// just read: L1 or L2). No thread waits for another. The bits are those of
+// core/exact/exact_reduction.h's exact_reduce_stacked: each is the correctly rounded value of
+// the same exact sum (or sum / W), however it was built.
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
