@@ -22,6 +22,7 @@ declare -A nccl_dirs=(
   [system]=/usr/lib/x86_64-linux-gnu
   [torch]=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib
 )
+failed=0
 for key in system torch; do
   job="nccl-bench-$key-$$"
   pids=()
@@ -37,6 +38,9 @@ for key in system torch; do
   for pid in "${pids[@]}"; do wait "$pid" || rc=$?; done
   echo "nccl bench [$key] W=$world: rc=$rc"
   cat "$work/nccl-bench-W$world-$key-rank0.log"
+  ((rc == 0)) || failed=$((failed + 1))
 done
 # At most 8 files come back from a device call: the rank logs travel as one archive.
 tar -czf "$out/nccl-bench-logs.tar.gz" -C "$work" .
+# Both libraries ran whatever happened; the exit status says whether either failed.
+exit $((failed > 0))
