@@ -259,7 +259,7 @@ void BM_ExactStacked(benchmark::State& state) {
       static_cast<double>(world + 1) * static_cast<double>(kValueBytes),
       "stacked W=" + std::to_string(world) + " " + std::string(to_string(op)) + " " +
           detail::to_string(loads) +
-          (loads == detail::default_stacked_loads() ? " (default)" : ""));
+          (loads == detail::default_stacked_loads(world) ? " (default)" : ""));
 }
 
 BENCHMARK(BM_ExactAgreement)
