@@ -10,10 +10,12 @@
 //      (float max and min), the float sum of the addends (not finite exactly when one is
 //      NaN or ±Inf, or the float sum overflows) and the AND of their bits (for zeros: is
 //      every addend −0?);
-//   2. when that sum is finite and the window [the smallest's scale, the largest's top bit]
-//      fits one limb of limb_bits(W) bits (gradient-like data: nearly always), sums the W
-//      digits in one int64 — each digit x × 2^(149 − bottom) converted to an integer, exact
-//      in float — and rounds it with the round kernel's fast one-limb roundings, and stores;
+//   2. when that sum is finite and the window from the smallest's lowest possible bit to the
+//      largest's highest (their exponents alone) fits one limb of limb_bits(W) bits
+//      (gradient-like data: nearly always), sums the W digits in one int64 — each digit
+//      x × 2^(149 − bottom) converted to an integer, exact in float — and rounds it (in
+//      float where the scale allows, else with the round kernel's one-limb roundings), and
+//      stores;
 //   3. otherwise (rare, per element) takes the general path once the one-limb results are
 //      stored: the element's agreement words, window and digits as exact_law.h defines
 //      them, the wide sum exact::ExactSum and the special word, exact::round_exact_sum.
@@ -114,10 +116,10 @@ __device__ __forceinline__ void widen(ElementWindow& w, std::uint32_t bits) {
   w.sign_and &= bits;
 }
 
-// The scale of a nonzero finite |x|: its bits lie in positions [scale, scale + 23] (units of
-// 2^-149), scale = max(biased exponent, 1) − 1 (exact::magnitude_of's shift).
-__device__ __forceinline__ int scale_of(std::uint32_t bits) {
-  return max(static_cast<int>((bits >> 23) & 0xFFu), 1) - 1;
+// max(biased exponent, 1) of a non-negative bit pattern: the bits of a nonzero finite |x|
+// lie in positions [e − 1, e + 22] (units of 2^-149); e − 1 is exact::magnitude_of's shift.
+__device__ __forceinline__ int exponent_of(std::uint32_t magnitude_bits) {
+  return max(static_cast<int>(magnitude_bits >> 23), 1);
 }
 
 // The one-limb digit of a finite value in a window whose bottom is at most its scale:
@@ -166,14 +168,26 @@ __device__ __noinline__ std::uint32_t general_element(const float* x, std::size_
   return exact::round_exact_sum(s, window.bottom, world, mean, window.special, special);
 }
 
+// round_one_limb_sum (exact_kernel_detail.h) in float where 2^(bottom − 149) is a normal
+// float (bottom ≥ 23): f = (float)D is RNE to 24 bits, and f × 2^(bottom − 149) is exact in
+// float while the result is normal and overflows to ±Inf exactly when the law does, so the
+// bits are RNE24(D × 2^(bottom − 149)); a result below 2^-126 takes the law's own path, as
+// round_one_limb_sum explains. One conversion instead of three.
+__device__ __forceinline__ std::uint32_t round_one_limb_sum_in_float(std::int64_t d, int bottom) {
+  if (bottom < 23) return round_one_limb_sum(d, bottom);
+  const float scaled = __fmul_rn(__ll2float_rn(d), __int_as_float((bottom - 149 + 127) << 23));
+  if (d == 0 || fabsf(scaled) >= 0x1p-126f) return float_bits(scaled);
+  return exact::round_one_limb(d, bottom, 1, false);
+}
+
 template <bool kMean, bool kPowerOfTwo>
 __device__ __forceinline__ std::uint32_t round_one_limb(std::int64_t d, int bottom,
                                                         const StackedArgs& a) {
   if constexpr (!kMean) {
-    return round_one_limb_sum(d, bottom);
+    return round_one_limb_sum_in_float(d, bottom);
   } else if constexpr (kPowerOfTwo) {
     // |D| / 2^k × 2^(bottom − 149) = |D| × 2^(bottom − k − 149) exactly: the sum's rounding.
-    return round_one_limb_sum(d, bottom - a.log2_world);
+    return round_one_limb_sum_in_float(d, bottom - a.log2_world);
   } else {
     return round_one_limb_mean_screened(d, bottom, a.world, a.reciprocal_double);
   }
@@ -230,8 +244,10 @@ __global__ void __launch_bounds__(kThreads) exact_stacked_kernel(StackedArgs a) 
     }
 
     // Step 2: the one-limb sums, where no addend is NaN or ±Inf and the window [the
-    // smallest's scale, the largest's top bit] fits one limb; an element of zeros alone sums
-    // to zero, +0 unless every addend is −0.
+    // smallest's e − 1, the largest's e + 22] fits one limb (for a subnormal largest, e + 22
+    // is above its top bit: the window is 23 bits, far inside a limb); an element of zeros
+    // alone sums to zero, +0 unless every addend is −0 (its bottom, 254 from the smallest's
+    // +Inf, gives zero digits).
     bool one_limb[kGroup], zeros[kGroup], integer_digits[kGroup];
     int bottom[kGroup];
     float factor[kGroup];
@@ -240,9 +256,10 @@ __global__ void __launch_bounds__(kThreads) exact_stacked_kernel(StackedArgs a) 
     for (int i = 0; i < kGroup; ++i) {
       const ElementWindow& w = window[i];
       zeros[i] = w.largest == 0.0f;
-      bottom[i] = zeros[i] ? kLowestFloatBottom : scale_of(float_bits(w.smallest));
-      const int top = exact::top_position(exact::magnitude_of(float_bits(w.largest)));
-      one_limb[i] = isfinite(w.probe) && top - bottom[i] + 1 <= a.limb_bits;
+      const int largest = exponent_of(float_bits(w.largest));
+      const int smallest = exponent_of(float_bits(w.smallest));
+      bottom[i] = smallest - 1;
+      one_limb[i] = isfinite(w.probe) && largest - smallest + 24 <= a.limb_bits;
       integer_digits[i] = one_limb[i] && bottom[i] < kLowestFloatBottom;
       factor[i] = __int_as_float((149 - max(bottom[i], kLowestFloatBottom) + 127) << 23);
       every_float_digit = every_float_digit && !integer_digits[i];
