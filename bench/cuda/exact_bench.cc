@@ -13,8 +13,7 @@
 //   copy: (read + written) / 2 bytes copied, i.e. the same bytes moved
 //   copy_fraction = kernel bandwidth / copy bandwidth (target ≥ 0.8 on the H200)
 // The stacked kernel runs on W = 2, 4 and 8 slots of the same values, each rotated by a
-// different offset (distinct addends of the same magnitudes), for sum and mean, with each way
-// of loading (detail::StackedLoads: prefetching applies to W ≤ 4).
+// different offset (distinct addends of the same magnitudes), for sum and mean.
 // Variants: the agreement's loads (detail::AgreementLoads), the encode with the limb width
 // known at run time or as a compile-time constant, the round for sum and for mean, the mean
 // with the long division by W, its reciprocal, in double screened for midpoints (the default
@@ -249,17 +248,14 @@ void BM_ExactStacked(benchmark::State& state) {
   Workload& w = workload();
   const auto world = static_cast<std::uint32_t>(state.range(0));
   const Op op = state.range(1) == 0 ? Op::kSum : Op::kMean;
-  const auto loads = detail::kAllStackedLoads[state.range(2)];
   measure(
       state,
       [&] {
-        detail::launch_exact_reduce_stacked_with(w.stacked.floats(), world, kValues, kValues, op,
-                                                 w.results.floats(), w.stream, loads);
+        launch_exact_reduce_stacked(w.stacked.floats(), world, kValues, kValues, op,
+                                    w.results.floats(), w.stream);
       },
       static_cast<double>(world + 1) * static_cast<double>(kValueBytes),
-      "stacked W=" + std::to_string(world) + " " + std::string(to_string(op)) + " " +
-          detail::to_string(loads) +
-          (loads == detail::default_stacked_loads(world) ? " (default)" : ""));
+      "stacked W=" + std::to_string(world) + " " + std::string(to_string(op)));
 }
 
 BENCHMARK(BM_ExactAgreement)
@@ -292,8 +288,8 @@ BENCHMARK(BM_ExactRound)
     ->Unit(benchmark::kMillisecond);
 
 BENCHMARK(BM_ExactStacked)
-    ->ArgNames({"world", "mean", "loads"})
-    ->ArgsProduct({{2, 4, kLargestStackedWorld}, {0, 1}, {0, 1}})
+    ->ArgNames({"world", "mean"})
+    ->ArgsProduct({{2, 4, kLargestStackedWorld}, {0, 1}})
     ->UseManualTime()
     ->Iterations(kIterations)
     ->Unit(benchmark::kMillisecond);

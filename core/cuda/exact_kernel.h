@@ -83,21 +83,6 @@ void launch_exact_agreement_words_with(const float* d_values, std::size_t n,
                                        std::int64_t* d_words, void* cuda_stream,
                                        AgreementLoads loads);
 
-// How the stacked kernel (launch_exact_reduce_stacked) loads its slots:
-//   kOneGroup: each thread loads a group's slots, then works on them;
-//   kPrefetchNext: in worlds of at most 4 slots, each thread issues the loads of its next
-//     group before it works on the current one (exact_stacked_kernel.cu).
-// The same bits (the tests hold both to exact_reduce_stacked); the benchmark compares them.
-// The default: kPrefetchNext where it applies (W ≤ 4), kOneGroup otherwise.
-enum class StackedLoads : std::uint8_t { kOneGroup, kPrefetchNext };
-inline constexpr StackedLoads kAllStackedLoads[] = {StackedLoads::kOneGroup,
-                                                    StackedLoads::kPrefetchNext};
-StackedLoads default_stacked_loads(std::uint32_t world);
-const char* to_string(StackedLoads loads);
-void launch_exact_reduce_stacked_with(const float* d_stacked, std::uint32_t world,
-                                      std::size_t slot_stride, std::size_t n, Op op, float* d_out,
-                                      void* cuda_stream, StackedLoads loads);
-
 // How the encode kernel knows the limb width: read from the plan at run time, or as a
 // compile-time constant (one kernel per width 43 … 62), which turns exact::digits_of's
 // division of a bit offset by the width into a multiply and a shift. The same bits; the

@@ -19,15 +19,14 @@
 //   3. otherwise (rare, per element) takes the general path once the one-limb results are
 //      stored: the element's agreement words, window and digits as exact_law.h defines
 //      them, the wide sum exact::ExactSum and the special word, exact::round_exact_sum.
-// Worlds of up to 4 slots are read once and kept in registers (and, with
-// detail::StackedLoads::kPrefetchNext, the next group's loads are issued before the current
-// group's arithmetic); larger ones are read again for step 2 (the same thread's addresses,
-// just read: L1 or L2). No thread waits for another. The bits are those of
-// core/exact/exact_reduction.h's exact_reduce_stacked: each is the correctly rounded value of
-// the same exact sum (or sum / W), however it was built.
+// Worlds of up to 4 slots are read once and kept in registers; larger ones are read again
+// for step 2 (the same thread's addresses, just read: L1 or L2). No thread waits for another.
+// (Issuing the next group's loads before the current group's arithmetic was measured and
+// dropped: it needs 80 registers to this kernel's 64, and lost 0.03–0.07 of a copy.) The bits are
+// those of core/exact/exact_reduction.h's exact_reduce_stacked: each is the correctly rounded value
+// of the same exact sum (or sum / W), however it was built.
 #include <cmath>
 #include <cstdint>
-#include <type_traits>
 
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/exact_kernel.h"
@@ -193,47 +192,21 @@ __device__ __forceinline__ std::uint32_t round_one_limb(std::int64_t d, int bott
   }
 }
 
-// The first round of loads (slots 0 … kRegisterSlots − 1) of the group at `first`.
-__device__ __forceinline__ void load_first_round(const StackedArgs& a, std::size_t first,
-                                                 std::uint32_t bits[kRegisterSlots][kGroup]) {
-#pragma unroll
-  for (std::uint32_t j = 0; j < kRegisterSlots; ++j) {
-    if (j < a.world) load_group(a, j, first, bits[j]);
-  }
-}
-
-// kPrefetch (detail::StackedLoads::kPrefetchNext): in a world of at most kRegisterSlots
-// slots, the next group's loads are issued before this group's arithmetic, so they are in
-// flight while it runs instead of after it.
-template <bool kMean, bool kPowerOfTwo, bool kPrefetch>
+template <bool kMean, bool kPowerOfTwo>
 __global__ void __launch_bounds__(kThreads) exact_stacked_kernel(StackedArgs a) {
-  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * kThreads;
   const bool in_registers = a.world <= kRegisterSlots;
-  const bool prefetch = kPrefetch && in_registers;
-  std::uint32_t next[kRegisterSlots][kGroup];
-  std::size_t g = blockIdx.x * static_cast<std::size_t>(kThreads) + threadIdx.x;
-  if (prefetch && g < a.groups) load_first_round(a, g * kGroup, next);
-  for (; g < a.groups; g += stride) {
+  for (std::size_t g = blockIdx.x * static_cast<std::size_t>(kThreads) + threadIdx.x; g < a.groups;
+       g += static_cast<std::size_t>(gridDim.x) * kThreads) {
     const std::size_t first = g * kGroup;
 
     // Step 1: each element's window.
     std::uint32_t held[kRegisterSlots][kGroup];
     ElementWindow window[kGroup];
-    if (prefetch) {
-#pragma unroll
-      for (std::uint32_t j = 0; j < kRegisterSlots; ++j) {
-#pragma unroll
-        for (int i = 0; i < kGroup; ++i) held[j][i] = next[j][i];
-      }
-      if (g + stride < a.groups) load_first_round(a, (g + stride) * kGroup, next);
-    }
     for (std::uint32_t r = 0; r < a.world; r += kRegisterSlots) {
       // Every load of the round is issued before any is used.
-      if (!prefetch) {
 #pragma unroll
-        for (std::uint32_t j = 0; j < kRegisterSlots; ++j) {
-          if (r + j < a.world) load_group(a, r + j, first, held[j]);
-        }
+      for (std::uint32_t j = 0; j < kRegisterSlots; ++j) {
+        if (r + j < a.world) load_group(a, r + j, first, held[j]);
       }
 #pragma unroll
       for (std::uint32_t j = 0; j < kRegisterSlots; ++j) {
@@ -331,32 +304,6 @@ __global__ void __launch_bounds__(kThreads) exact_stacked_kernel(StackedArgs a) 
 void launch_exact_reduce_stacked(const float* d_stacked, std::uint32_t world,
                                  std::size_t slot_stride, std::size_t n, Op op, float* d_out,
                                  void* cuda_stream) {
-  detail::launch_exact_reduce_stacked_with(d_stacked, world, slot_stride, n, op, d_out, cuda_stream,
-                                           detail::default_stacked_loads(world));
-}
-
-namespace detail {
-
-// Measured on the H200 (bench_cuda_exact, 64 Mi normal floats a slot): prefetching gave
-// 0.561 / 0.720 of a copy at W = 2 / 4 against 0.547 / 0.698, and at W = 8, where it cannot
-// hold every slot and only costs registers (80 against 74), 0.633 against 0.647.
-StackedLoads default_stacked_loads(std::uint32_t world) {
-  return world <= kRegisterSlots ? StackedLoads::kPrefetchNext : StackedLoads::kOneGroup;
-}
-
-const char* to_string(StackedLoads loads) {
-  switch (loads) {
-    case StackedLoads::kOneGroup:
-      return "one-group";
-    case StackedLoads::kPrefetchNext:
-      return "prefetch-next";
-  }
-  return "unknown";
-}
-
-void launch_exact_reduce_stacked_with(const float* d_stacked, std::uint32_t world,
-                                      std::size_t slot_stride, std::size_t n, Op op, float* d_out,
-                                      void* cuda_stream, StackedLoads loads) {
   constexpr const char* kWho = "launch_exact_reduce_stacked";
   RV_ENFORCE_GE(InputError, world, 1u, "launch_exact_reduce_stacked: world size");
   RV_ENFORCE_LE(InputError, world, exact::kMaxWorld,
@@ -384,22 +331,13 @@ void launch_exact_reduce_stacked_with(const float* d_stacked, std::uint32_t worl
              as_stream(cuda_stream)>>>(args);
     RV_CUDA_CHECK_LAUNCH("exact_stacked_kernel");
   };
-  const auto launch_op = [&](auto prefetch) {
-    constexpr bool kPrefetch = decltype(prefetch)::value;
-    if (op == Op::kSum) {
-      launch(exact_stacked_kernel<false, false, kPrefetch>);
-    } else if (args.log2_world >= 0) {
-      launch(exact_stacked_kernel<true, true, kPrefetch>);
-    } else {
-      launch(exact_stacked_kernel<true, false, kPrefetch>);
-    }
-  };
-  if (loads == StackedLoads::kPrefetchNext) {
-    launch_op(std::true_type{});
+  if (op == Op::kSum) {
+    launch(exact_stacked_kernel<false, false>);
+  } else if (args.log2_world >= 0) {
+    launch(exact_stacked_kernel<true, true>);
   } else {
-    launch_op(std::false_type{});
+    launch(exact_stacked_kernel<true, false>);
   }
 }
 
-}  // namespace detail
 }  // namespace rv

@@ -1,6 +1,6 @@
 // The stacked kernel (launch_exact_reduce_stacked) against core/exact/exact_reduction.h's
 // exact_reduce_stacked, bit for bit: every distribution, W from 1 to 2^20, lengths around the
-// block size, both ops, both ways of loading (detail::StackedLoads), slots packed and padded to odd
+// block size, both ops, slots packed and padded to odd
 // strides (so their float2 loads fall back to scalar ones), into a separate output with guard words
 // and in place into slot 0; and blocks that mix specials, subnormals, overflow and cancellation
 // with ordinary values.
@@ -54,38 +54,33 @@ std::vector<float> host_exact(const std::vector<float>& table, std::uint32_t wor
   return out;
 }
 
-// The kernel, with each way of loading, into a separate, poisoned output (guards checked),
-// and in place into slot 0.
+// The kernel into a separate, poisoned output (guards checked), and in place into slot 0.
 void expect_equals_host(const std::vector<float>& table, std::uint32_t world, std::size_t stride,
                         std::size_t n, const std::string& what) {
   for (Op op : {Op::kSum, Op::kMean}) {
     const std::vector<float> expected = host_exact(table, world, stride, n, op);
-    for (detail::StackedLoads loads : detail::kAllStackedLoads) {
-      const std::string where =
-          what + " " + std::string(to_string(op)) + " " + detail::to_string(loads);
+    const std::string where = what + " " + std::string(to_string(op));
 
-      const DeviceBuffer in = upload_at(table, 0);
-      DeviceBuffer out(kDevice, (1 + n + kGuard) * sizeof(float));
-      out.fill_bytes(kPoisonByte);
-      detail::launch_exact_reduce_stacked_with(at<float>(in, 0), world, stride, n, op,
-                                               at<float>(out, 1), nullptr, loads);
-      const Output<float> separate = download_output<float>(out, 1, n);
-      EXPECT_TRUE(same_bits(expected, separate.values)) << where << ", separate output";
-      EXPECT_TRUE(separate.guards_intact) << where << ": results written out of range";
+    const DeviceBuffer in = upload_at(table, 0);
+    DeviceBuffer out(kDevice, (1 + n + kGuard) * sizeof(float));
+    out.fill_bytes(kPoisonByte);
+    launch_exact_reduce_stacked(at<float>(in, 0), world, stride, n, op, at<float>(out, 1), nullptr);
+    const Output<float> separate = download_output<float>(out, 1, n);
+    EXPECT_TRUE(same_bits(expected, separate.values)) << where << ", separate output";
+    EXPECT_TRUE(separate.guards_intact) << where << ": results written out of range";
 
-      const DeviceBuffer table_copy = upload_at(table, 0);
-      detail::launch_exact_reduce_stacked_with(at<float>(table_copy, 0), world, stride, n, op,
-                                               at<float>(table_copy, 0), nullptr, loads);
-      std::vector<float> whole(table.size());
-      table_copy.download(whole.data(), whole.size() * sizeof(float));
-      const std::vector<float> in_place(whole.begin(),
-                                        whole.begin() + static_cast<std::ptrdiff_t>(n));
-      EXPECT_TRUE(same_bits(expected, in_place)) << where << ", in place";
-      const std::vector<float> rest(whole.begin() + static_cast<std::ptrdiff_t>(n), whole.end());
-      const std::vector<float> original_rest(table.begin() + static_cast<std::ptrdiff_t>(n),
-                                             table.end());
-      EXPECT_TRUE(same_bits(original_rest, rest)) << where << ": in place, other slots changed";
-    }
+    const DeviceBuffer table_copy = upload_at(table, 0);
+    launch_exact_reduce_stacked(at<float>(table_copy, 0), world, stride, n, op,
+                                at<float>(table_copy, 0), nullptr);
+    std::vector<float> whole(table.size());
+    table_copy.download(whole.data(), whole.size() * sizeof(float));
+    const std::vector<float> in_place(whole.begin(),
+                                      whole.begin() + static_cast<std::ptrdiff_t>(n));
+    EXPECT_TRUE(same_bits(expected, in_place)) << where << ", in place";
+    const std::vector<float> rest(whole.begin() + static_cast<std::ptrdiff_t>(n), whole.end());
+    const std::vector<float> original_rest(table.begin() + static_cast<std::ptrdiff_t>(n),
+                                           table.end());
+    EXPECT_TRUE(same_bits(original_rest, rest)) << where << ": in place, other slots changed";
   }
 }
 
