@@ -115,8 +115,9 @@ __device__ __forceinline__ void widen(ElementWindow& w, std::uint32_t bits) {
   w.sign_and &= bits;
 }
 
-// max(biased exponent, 1) of a non-negative bit pattern: the bits of a nonzero finite |x|
-// lie in positions [e − 1, e + 22] (units of 2^-149); e − 1 is exact::magnitude_of's shift.
+// e = max(biased exponent, 1) of a non-negative bit pattern: the bits of a nonzero finite |x|
+// lie in positions [e − 1, e + 22] (units of 2^-149); e − 1, its scale, is
+// exact::magnitude_of's shift.
 __device__ __forceinline__ int exponent_of(std::uint32_t magnitude_bits) {
   return max(static_cast<int>(magnitude_bits >> 23), 1);
 }
