@@ -76,7 +76,7 @@ RV_C_API rv_status rv_cuda_fold_stacked(int device, const float* d_stacked, uint
                                         size_t slot_stride, size_t n, int op, float* d_out,
                                         void* cuda_stream);
 
-/* The exact contract on a GPU: one kernel on `cuda_stream` finds each block's window, sums
+/* The exact contract on a GPU: one kernel on `cuda_stream` finds each element's window, sums
  * every element's digits and rounds, with no host synchronisation and no scratch memory; the
  * call returns once it is enqueued. Layout and aliasing as rv_exact_reduce_stacked. */
 RV_C_API rv_status rv_cuda_exact_reduce_stacked(int device, const float* d_stacked, uint32_t world,
