@@ -11,6 +11,7 @@
 #include "core/arena.h"
 #include "core/exact/exact_law.h"
 #include "core/exact/exact_plan.h"
+#include "core/exact/exact_reduction.h"
 #include "core/exact/host_exact.h"
 
 namespace rv {
@@ -94,6 +95,27 @@ void BM_ExactRound(benchmark::State& state) {
                  " W=" + std::to_string(world));
 }
 
+// The whole exact reduction of a stacked table on one CPU (exact_reduce_stacked: what the C
+// ABI's rv_exact_reduce_stacked and the CPU DDP hooks run): W slots of 4 Mi normal floats,
+// with the fold's traffic measure, (W + 1) · N · 4 bytes. Arg: W.
+void BM_ExactReduceStacked(benchmark::State& state) {
+  constexpr std::size_t kStackedN = std::size_t{1} << 22;
+  const auto world = static_cast<std::uint32_t>(state.range(0));
+  std::vector<float> stacked;
+  for (std::uint32_t r = 0; r < world; ++r) {
+    const std::vector<float> arena = generate_arena({1, Distribution::kNormal, 1}, r, kStackedN);
+    stacked.insert(stacked.end(), arena.begin(), arena.end());
+  }
+  std::vector<float> out(kStackedN);
+  for (auto _ : state) {
+    exact_reduce_stacked(stacked.data(), world, kStackedN, kStackedN, Op::kMean, out.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * (world + 1) *
+                          static_cast<std::int64_t>(kStackedN * sizeof(float)));
+  state.SetLabel("normal mean W=" + std::to_string(world));
+}
+
 void distributions(benchmark::internal::Benchmark* b) {
   for (int d = 0; d < kDistributionCount; ++d) b->Arg(d);
 }
@@ -108,6 +130,12 @@ void distributions_ops_and_worlds(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_ExactAgreementWords)->Apply(distributions)->UseRealTime();
 BENCHMARK(BM_ExactEncode)->Apply(distributions)->UseRealTime();
 BENCHMARK(BM_ExactRound)->Apply(distributions_ops_and_worlds)->UseRealTime();
+BENCHMARK(BM_ExactReduceStacked)
+    ->Arg(2)
+    ->Arg(4)
+    ->Arg(8)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace rv

@@ -17,6 +17,7 @@
 #include "core/exact/exact_reduction.h"
 #include "core/fold_law.h"
 #include "mpfr_oracle.h"
+#include "tests/support/bit_difference.h"
 
 namespace rv {
 namespace {
@@ -33,7 +34,8 @@ std::vector<float> stacked_reduce(const Arenas& arenas, Op op) {
   const auto w = static_cast<std::uint32_t>(arenas.size());
   const std::size_t n = arenas[0].size();
   std::vector<float> stacked(w * n), out(n);
-  for (std::uint32_t r = 0; r < w; ++r) std::copy(arenas[r].begin(), arenas[r].end(), stacked.begin() + r * n);
+  for (std::uint32_t r = 0; r < w; ++r)
+    std::copy(arenas[r].begin(), arenas[r].end(), stacked.begin() + r * n);
   exact_reduce_stacked(stacked.data(), w, n, n, op, out.data());
   return out;
 }
@@ -106,26 +108,26 @@ TEST(ExactOracleEdges, OverflowSubnormalsTiesZerosAndSpecials) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float min_normal = FLT_MIN;
   const std::vector<std::vector<float>> columns = {
-      {max, max, -max},                   // exact sum FLT_MAX, though a fold overflows first
-      {max, max, max},                    // sum overflows to +Inf; the mean is FLT_MAX
-      {-max, -max, 0.0f},                 // −Inf; mean −(2/3)FLT_MAX
-      {tiny, tiny, tiny},                 // 3 × 2^-149, subnormal
-      {min_normal, -tiny, 0.0f},          // just below the normal range
-      {1.0f, 0x1p-24f, 0.0f},             // a tie: rounds to even (1.0)
-      {1.0f, 0x1p-24f, 0x1p-60f},         // just above the tie: rounds up
-      {0x1p-24f, 1.0f, 0x1p-24f},         // two half-ulps: exactly 1 + 2^-23
-      {1e30f, 1.0f, -1e30f},              // the 1 survives (a fold loses it)
-      {-0.0f, -0.0f, -0.0f},              // −0
-      {-0.0f, 0.0f, -0.0f},               // +0
-      {1.0f, -1.0f, 0.0f},                // exact zero of nonzero addends: +0
-      {-0.0f, 1.0f, -1.0f},               // +0
-      {inf, 1.0f, 2.0f},                  // +Inf
-      {-inf, max, max},                   // −Inf
-      {inf, -inf, 0.0f},                  // NaN
-      {nan, 1.0f, 2.0f},                  // NaN
-      {-nan, inf, inf},                   // NaN
-      {0.1f, 0.2f, 0.3f},                 // an ordinary inexact sum
-      {3.0f, 0x1p-149f, -0x1p-149f},      // a zero sum of subnormals under a big value
+      {max, max, -max},               // exact sum FLT_MAX, though a fold overflows first
+      {max, max, max},                // sum overflows to +Inf; the mean is FLT_MAX
+      {-max, -max, 0.0f},             // −Inf; mean −(2/3)FLT_MAX
+      {tiny, tiny, tiny},             // 3 × 2^-149, subnormal
+      {min_normal, -tiny, 0.0f},      // just below the normal range
+      {1.0f, 0x1p-24f, 0.0f},         // a tie: rounds to even (1.0)
+      {1.0f, 0x1p-24f, 0x1p-60f},     // just above the tie: rounds up
+      {0x1p-24f, 1.0f, 0x1p-24f},     // two half-ulps: exactly 1 + 2^-23
+      {1e30f, 1.0f, -1e30f},          // the 1 survives (a fold loses it)
+      {-0.0f, -0.0f, -0.0f},          // −0
+      {-0.0f, 0.0f, -0.0f},           // +0
+      {1.0f, -1.0f, 0.0f},            // exact zero of nonzero addends: +0
+      {-0.0f, 1.0f, -1.0f},           // +0
+      {inf, 1.0f, 2.0f},              // +Inf
+      {-inf, max, max},               // −Inf
+      {inf, -inf, 0.0f},              // NaN
+      {nan, 1.0f, 2.0f},              // NaN
+      {-nan, inf, inf},               // NaN
+      {0.1f, 0.2f, 0.3f},             // an ordinary inexact sum
+      {3.0f, 0x1p-149f, -0x1p-149f},  // a zero sum of subnormals under a big value
   };
   const Arenas arenas = from_columns(columns);
   for (Op op : {Op::kSum, Op::kMean}) expect_all_paths_equal_oracle(arenas, op);
@@ -165,6 +167,36 @@ TEST(ExactOracleEdges, LargestWorldCannotOverflowALimb) {
   }
 }
 
+::testing::AssertionResult same_bits(const std::vector<float>& want,
+                                     const std::vector<float>& got) {
+  if (want.size() != got.size()) return ::testing::AssertionFailure() << "sizes differ";
+  const auto at = test::first_bit_difference(want.data(), got.data(), want.size());
+  if (!at) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << test::describe_difference(want.data(), got.data(), *at);
+}
+
+// exact_reduce_stacked works through the arena in chunks of 16 window blocks: arenas across
+// two chunk boundaries, ending in a short block, in place and beside padded slots, give the
+// straight reference's bits (held to MPFR above) for every distribution.
+TEST(ExactOracleEdges, ChunkedDataflowAcrossChunkBoundaries) {
+  const std::size_t n = 2 * 16 * exact::kBlock + 1500;
+  for (const Distribution dist : kAllDistributions) {
+    const Arenas arenas = make_arenas(3, n, dist, 11);
+    for (Op op : {Op::kSum, Op::kMean}) {
+      const std::vector<float> want = reference_exact(arenas, op);
+      EXPECT_TRUE(same_bits(want, stacked_reduce(arenas, op))) << to_string(dist);
+      const std::size_t stride = n + 5;
+      std::vector<float> stacked(3 * stride, 0.0f);
+      for (std::size_t r = 0; r < 3; ++r) {
+        std::copy(arenas[r].begin(), arenas[r].end(), stacked.begin() + r * stride);
+      }
+      exact_reduce_stacked(stacked.data(), 3, stride, n, op, stacked.data());  // into slot 0
+      const std::vector<float> in_place(stacked.begin(), stacked.begin() + n);
+      EXPECT_TRUE(same_bits(want, in_place)) << to_string(dist) << " in place";
+    }
+  }
+}
+
 // The contract is not fixed-order: on order-sensitive data the two differ (so a test that
 // compared exact results with a fold would catch a reducer that folded instead).
 TEST(ExactOracleEdges, DiffersFromTheFixedOrderFoldOnCancellingData) {
@@ -172,7 +204,8 @@ TEST(ExactOracleEdges, DiffersFromTheFixedOrderFoldOnCancellingData) {
   const std::vector<float> exact = reference_exact(arenas, Op::kSum);
   const std::vector<float> fold = reference_fold(arenas, Op::kSum);
   std::size_t differing = 0;
-  for (std::size_t i = 0; i < exact.size(); ++i) differing += float_bits(exact[i]) != float_bits(fold[i]);
+  for (std::size_t i = 0; i < exact.size(); ++i)
+    differing += float_bits(exact[i]) != float_bits(fold[i]);
   EXPECT_GT(differing, 100u);
 }
 
