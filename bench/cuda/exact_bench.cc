@@ -8,8 +8,8 @@
 //   round traffic:     8 B read + 4 B written per element
 //   agreement traffic: 4 B read per element + 24 B written per 1024 elements
 //   stacked traffic:   W × 4 B read + 4 B written per element (the whole exact reduction of
-//                      W slots in one launch, as a fold of W slots would move; its second
-//                      read of each block, from L2, is not counted)
+//                      W slots in one launch, as a fold of W slots would move; at W > 4 its
+//                      second read of each group, from L1 or L2, is not counted)
 //   copy: (read + written) / 2 bytes copied, i.e. the same bytes moved
 //   copy_fraction = kernel bandwidth / copy bandwidth (target ≥ 0.8 on the H200)
 // The stacked kernel runs on W = 2, 4 and 8 slots of the same values, each rotated by a

@@ -96,6 +96,16 @@ __device__ __forceinline__ void store_group(const StackedArgs& a, std::size_t fi
   }
 }
 
+// Slots r … r + kRegisterSlots − 1 (those below W) of the group at `first`: every load of the
+// round is issued before any is used.
+__device__ __forceinline__ void load_round(const StackedArgs& a, std::uint32_t r, std::size_t first,
+                                           std::uint32_t held[kRegisterSlots][kGroup]) {
+#pragma unroll
+  for (std::uint32_t j = 0; j < kRegisterSlots; ++j) {
+    if (r + j < a.world) load_group(a, r + j, first, held[j]);
+  }
+}
+
 // What step 1 keeps of one element's addends.
 struct ElementWindow {
   float largest = 0.0f;       // the largest |x| (fmaxf passes over a NaN)
@@ -204,11 +214,7 @@ __global__ void __launch_bounds__(kThreads) exact_stacked_kernel(StackedArgs a) 
     std::uint32_t held[kRegisterSlots][kGroup];
     ElementWindow window[kGroup];
     for (std::uint32_t r = 0; r < a.world; r += kRegisterSlots) {
-      // Every load of the round is issued before any is used.
-#pragma unroll
-      for (std::uint32_t j = 0; j < kRegisterSlots; ++j) {
-        if (r + j < a.world) load_group(a, r + j, first, held[j]);
-      }
+      load_round(a, r, first, held);
 #pragma unroll
       for (std::uint32_t j = 0; j < kRegisterSlots; ++j) {
         if (r + j >= a.world) break;
@@ -243,13 +249,7 @@ __global__ void __launch_bounds__(kThreads) exact_stacked_kernel(StackedArgs a) 
     // sum; an element that uses them stays within ±2^63 (the window's limb bits).
     std::uint64_t sum[kGroup] = {};
     for (std::uint32_t r = 0; r < a.world; r += kRegisterSlots) {
-      if (!in_registers) {
-#pragma unroll
-        for (std::uint32_t j = 0; j < kRegisterSlots; ++j) {
-          if (r + j < a.world) load_group(a, r + j, first, held[j]);
-        }
-      }
-      // Digits of elements that will not use them (special or zeros) are summed and dropped.
+      if (!in_registers) load_round(a, r, first, held);
 #pragma unroll
       for (std::uint32_t j = 0; j < kRegisterSlots; ++j) {
         if (r + j >= a.world) break;

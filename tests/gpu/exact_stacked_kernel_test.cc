@@ -37,14 +37,9 @@ using test::Output;
 using test::same_bits;
 using test::upload_at;
 
-// W slots of n values, `stride` apart (stride ≥ n; zeros between the slots).
+// W slots of n values, `stride` apart, with a NaN in every gap between two slots.
 std::vector<float> stack(const std::vector<std::vector<float>>& slots, std::size_t stride) {
-  std::vector<float> table(slots.size() * stride, 0.0f);
-  for (std::size_t r = 0; r < slots.size(); ++r) {
-    std::copy(slots[r].begin(), slots[r].end(),
-              table.begin() + static_cast<std::ptrdiff_t>(r * stride));
-  }
-  return table;
+  return test::stack_slots(slots, stride, test::from_bits(0xFFFFFFFFu));
 }
 
 std::vector<float> host_exact(const std::vector<float>& table, std::uint32_t world,

@@ -1,12 +1,12 @@
 // The fold kernel at every alignment, bit for bit against core/fold.h's fold_stacked: every
 // phase (0…3 floats into a 16-byte unit) of the output and of the table, every slot stride
 // modulo 4 (so neighbouring slots sit at different phases), in place into slot 0, W ∈ {1, 2,
-// 3, 4, 5, 8, 16} (batches of 2, 4 and 8 slots), shard lengths around the vector width and the edges (0, 1, 3, 4, 5), of a few
-// warps (1000) and of many (2^16 + 7), sum and mean, on data holding NaNs, ±Inf, ±0 and
-// subnormals; then every kernel shape under both realignments, and shards long enough for
-// several sweeps of the grid. Outputs are poisoned before each launch and guard elements
-// around them (and the gaps between slots, and the table's surroundings) hold poison too, so
-// an element written twice, missed or written out of range, or a value read from outside
+// 3, 4, 5, 8, 16} (batches of 2, 4 and 8 slots), shard lengths around the vector width and the
+// edges (0, 1, 3, 4, 5), of a few warps (1000) and of many (2^16 + 7), sum and mean, on data
+// holding NaNs, ±Inf, ±0 and subnormals; then every kernel shape under both realignments, and
+// shards long enough for several sweeps of the grid. Outputs are poisoned before each launch and
+// guard elements around them (and the gaps between slots, and the table's surroundings) hold poison
+// too, so an element written twice, missed or written out of range, or a value read from outside
 // its slot, shows up.
 #include <gtest/gtest.h>
 
@@ -54,12 +54,7 @@ std::vector<std::vector<float>> mixed_slots(std::uint32_t world, std::size_t n,
 
 // The host image of a stacked table; gaps between slots hold poison.
 std::vector<float> stack(const std::vector<std::vector<float>>& slots, std::size_t stride) {
-  const std::size_t n = slots[0].size();
-  std::vector<float> table((slots.size() - 1) * stride + n, from_bits(kPoisonBits));
-  for (std::size_t r = 0; r < slots.size(); ++r) {
-    std::copy(slots[r].begin(), slots[r].end(), table.begin() + r * stride);
-  }
-  return table;
+  return test::stack_slots(slots, stride, from_bits(kPoisonBits));
 }
 
 bool holds(const std::vector<float>& actual, const float* expected) {
@@ -238,12 +233,10 @@ TEST_F(FoldAlignment, LongShardsTakeSeveralGridStrides) {
   const auto slots = mixed_slots(3, n, 9);
   for (FoldRealign realign : detail::kAllFoldRealigns) {
     DeviceTable shifted(stack(slots, n + 2), 3, n + 2, n, 1);
-    EXPECT_EQ(shifted.fold_out_of_place(2, Op::kMean, std::nullopt, realign),
-              FoldPath::kRealigned);
+    EXPECT_EQ(shifted.fold_out_of_place(2, Op::kMean, std::nullopt, realign), FoldPath::kRealigned);
     // The live reducers' layout: packed slots (an odd stride here), in place.
     DeviceTable packed(stack(slots, n), 3, n, n, 0);
-    EXPECT_EQ(packed.fold_in_place(Op::kSum, std::nullopt, realign),
-              FoldPath::kRealigned);
+    EXPECT_EQ(packed.fold_in_place(Op::kSum, std::nullopt, realign), FoldPath::kRealigned);
   }
 }
 
@@ -265,8 +258,7 @@ TEST_F(FoldAlignment, ComparisonCatchesASlotReadOneFloatOff) {
     EXPECT_FALSE(same_bits(right, wrong)) << "slot " << shifted << " shifted by one float";
   }
   DeviceTable table(host, world, stride, n, 1);
-  EXPECT_EQ(table.fold_out_of_place(3, Op::kSum, std::nullopt,
-                                    detail::default_fold_realign()),
+  EXPECT_EQ(table.fold_out_of_place(3, Op::kSum, std::nullopt, detail::default_fold_realign()),
             FoldPath::kRealigned);
 }
 

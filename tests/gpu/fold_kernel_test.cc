@@ -46,12 +46,7 @@ struct Layout {
 // The host image of a stacked table: slot r holds slots[r]; gaps between slots hold poison,
 // so a read of a gap would put a NaN into the sum.
 std::vector<float> stack(const std::vector<std::vector<float>>& slots, std::size_t stride) {
-  const std::size_t n = slots[0].size();
-  std::vector<float> table((slots.size() - 1) * stride + n, from_bits(kPoisonBits));
-  for (std::size_t r = 0; r < slots.size(); ++r) {
-    std::copy(slots[r].begin(), slots[r].end(), table.begin() + r * stride);
-  }
-  return table;
+  return test::stack_slots(slots, stride, from_bits(kPoisonBits));
 }
 
 std::vector<float> cpu_fold(const std::vector<float>& table, std::uint32_t world,
@@ -158,12 +153,10 @@ TEST_P(FoldKernelDistribution, MatchesCpuFoldForWorldsUpTo256AndAnyLength) {
       const auto slots = seeded_slots(dist, world, n, 1000 + world);
       for (Op op : {Op::kSum, Op::kMean}) {
         // Vector path: aligned table, whole-unit stride, separate aligned output.
-        expect_matches_cpu(slots, op, Layout{0, round_up4(n), false, 0},
-                           std::nullopt, &paths);
+        expect_matches_cpu(slots, op, Layout{0, round_up4(n), false, 0}, std::nullopt, &paths);
         // Realigned path (scalar below 16 elements): odd start, odd stride, output at yet
         // another phase.
-        expect_matches_cpu(slots, op, Layout{1, n + 1, false, 2}, std::nullopt,
-                           &paths);
+        expect_matches_cpu(slots, op, Layout{1, n + 1, false, 2}, std::nullopt, &paths);
         // The live reducers' case: shard-length stride, in place into slot 0.
         expect_matches_cpu(slots, op, Layout{3, n, true, 0}, std::nullopt, &paths);
       }
@@ -190,8 +183,8 @@ TEST_F(FoldKernel, EveryAlignmentOfTableStrideAndOutput) {
           seeded_slots(world % 2 ? Distribution::kWide : Distribution::kSpecial, world, n, 77);
       for (std::size_t table_offset = 0; table_offset < 4; ++table_offset) {
         for (std::size_t stride : {n, n + 1, n + 2, n + 3, round_up4(n), round_up4(n) + 4}) {
-          expect_matches_cpu(slots, Op::kSum, Layout{table_offset, stride, true, 0},
-                             std::nullopt, &paths);
+          expect_matches_cpu(slots, Op::kSum, Layout{table_offset, stride, true, 0}, std::nullopt,
+                             &paths);
           for (std::size_t out_offset = 0; out_offset < 4; ++out_offset) {
             expect_matches_cpu(slots, Op::kMean, Layout{table_offset, stride, false, out_offset},
                                std::nullopt, &paths);

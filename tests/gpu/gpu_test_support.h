@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -49,6 +50,19 @@ inline ::testing::AssertionResult same_bits(const std::vector<float>& expected,
       << ": expected 0x" << std::hex << bits_of(expected[first]) << " (" << expected[first]
       << "), got 0x" << bits_of(actual[first]) << " (" << actual[first] << ")";
   return ::testing::AssertionFailure() << out.str();
+}
+
+// The host image of a stacked table: slot r's values at r × stride, and every gap between two
+// slots holding `gap` (a poison value: a kernel that read a gap would carry it into a result).
+inline std::vector<float> stack_slots(const std::vector<std::vector<float>>& slots,
+                                      std::size_t stride, float gap) {
+  const std::size_t n = slots[0].size();
+  std::vector<float> table((slots.size() - 1) * stride + n, gap);
+  for (std::size_t r = 0; r < slots.size(); ++r) {
+    std::copy(slots[r].begin(), slots[r].end(),
+              table.begin() + static_cast<std::ptrdiff_t>(r * stride));
+  }
+  return table;
 }
 
 // Every logical rank's arena of one case: rank r's n values of `dist` under `seed`.
