@@ -3,28 +3,32 @@
 //
 // The live reducers agree on one window per block of 1024 elements, because the library's
 // all-reduce must be told how many int64 words to sum before any is sent. Here every addend
-// is local, so each element can have its own window, found from its own W addends: the
-// window only has to hold every addend's bits, and any window that does gives the same
-// exact sum. Each thread takes 4 consecutive elements at a time and
-//   1. over the W slots, keeps per element the largest and the smallest nonzero |x|
-//      (float max and min), the float sum of the addends (not finite exactly when one is
-//      NaN or ±Inf, or the float sum overflows) and the AND of their bits (for zeros: is
-//      every addend −0?);
-//   2. when that sum is finite and the window from the smallest's lowest possible bit to the
-//      largest's highest (their exponents alone) fits one limb of limb_bits(W) bits
-//      (gradient-like data: nearly always), sums the W digits in one int64 — each digit
-//      x × 2^(149 − bottom) converted to an integer, exact in float — and rounds it (in
-//      float where the scale allows, else with the round kernel's one-limb roundings), and
-//      stores;
-//   3. otherwise (rare, per element) takes the general path once the one-limb results are
-//      stored: the element's agreement words, window and digits as exact_law.h defines
-//      them, the wide sum exact::ExactSum and the special word, exact::round_exact_sum.
-// Worlds of up to 4 slots are read once and kept in registers; larger ones are read again
-// for step 2 (the same thread's addresses, just read: L1 or L2). No thread waits for another.
-// (Issuing the next group's loads before the current group's arithmetic was measured and
-// dropped: it needs 80 registers to this kernel's 64, and lost 0.03–0.07 of a copy.) The bits are
-// those of core/exact/exact_reduction.h's exact_reduce_stacked: each is the correctly rounded value
-// of the same exact sum (or sum / W), however it was built.
+// is local, so each element can have its own window, found from its own W addends: any
+// window that holds every addend's bits gives the same exact sum. Each thread takes 4
+// consecutive elements at a time and, in one pass over the W slots, keeps per element
+//   - the sum of the addends in double, from −0 (the identity that leaves an all −0 sum −0),
+//   - the largest |x| and the smallest nonzero |x| as bit patterns (integer max and min).
+// When those two exponents show that every partial sum was exact in double (the window from
+// the smallest's lowest possible bit to W times the largest's highest fits 53 bits:
+// gradient-like data, nearly always), the double is the exact sum and one conversion to
+// float is its correct rounding: RNE, subnormals, overflow to ±Inf and the signs of zeros
+// as IEEE gives them, which is the contract's law (docs/DESIGN.md §2.4). A non-finite double
+// can only come from a NaN or ±Inf addend (finite floats cannot overflow a double sum of
+// at most 2^20 of them), and IEEE double addition already follows the law's special rules:
+// NaN (written canonical) for any NaN or both infinities, else the infinity. The mean is the
+// exact sum scaled by 2^−k for W = 2^k (exact in double) and the screened double quotient
+// otherwise. The rare rest re-reads its W addends, once the common results are stored: a
+// window that fits one int64 limb sums W integer digits, any other takes the general law
+// (agreement words, limbs, special word, the 7-word sum) as exact_law.h defines it.
+// No thread waits for another, and nothing is held per slot, so worlds of any size take one
+// pass over memory. The bits are those of core/exact/exact_reduction.h's
+// exact_reduce_stacked: each is the correctly rounded value of the same exact sum (or
+// sum / W), however it was built.
+//
+// Measured on the H200 (bench_cuda_exact BM_ExactStacked, docs/DESIGN.md §9): 0.90–0.98 of
+// a copy at W = 2, 4, 8. The int64 version this replaced, which found each window first and
+// then converted and summed the digits (values held in registers up to W = 4, read again
+// above), reached 0.61–0.75.
 #include <cmath>
 #include <cstdint>
 
@@ -45,35 +49,49 @@ using exact_kernel_detail::log2_if_power_of_two;
 using exact_kernel_detail::round_one_limb_mean_screened;
 using exact_kernel_detail::round_one_limb_sum;
 
-// Consecutive elements per thread (one float4 per slot where the slots allow it).
-constexpr int kGroup = 4;
-// Worlds up to this many slots are read once: their values stay in registers.
-constexpr std::uint32_t kRegisterSlots = 4;
+// How a thread walks the table (template arguments of the kernel and its helpers): kGroup
+// consecutive elements at a time (kGroup / 4 float4s per slot where the slots allow it), the
+// loads of kSlotsInFlight slots issued together before any is used. Larger worlds take 4
+// elements from 4 slots at once; worlds of one or two slots 8 elements from both, so that a
+// thread has as many loads in flight (measured on the H200 at W = 2: 0.86 of a copy with 4
+// elements, 0.93 with 8).
+constexpr int kVectorWidth = 4;
+
+// Blocks of kThreads per SM the kernel is compiled for: 4 (64 registers) for groups of 4, 3
+// (80 registers) for groups of 8, which spill at 64 (0.62 of a copy at W = 2). Groups of 4
+// at 80 registers gave 0.79 at W = 2 and the same as at 64 at W = 4 and 8.
+template <int kGroup>
+constexpr int kMinBlocksPerSm = kGroup == 8 ? 3 : 4;
 
 struct StackedArgs {
   const float* stacked;
   std::size_t slot_stride;
   std::size_t n;
-  std::size_t groups;  // ⌈n / kGroup⌉
+  std::size_t groups;  // ⌈n / kGroup⌉ of the launched kernel
   float* out;
   std::uint32_t world;
   int limb_bits;
   int log2_world;            // the mean's exponent shift when W = 2^k
+  int log2_world_ceiling;    // ⌈log2 W⌉: the bits a sum of W addends may grow by
   double reciprocal_double;  // 1 / W rounded to double, for the screened mean
   bool vector;               // every slot's element 0 is 16-byte aligned: float4 loads
 };
 
 // The group's values of one slot as bits; elements past n read as +0 (never stored).
+template <int kGroup>
 __device__ __forceinline__ void load_group(const StackedArgs& a, std::uint32_t slot,
                                            std::size_t first, std::uint32_t bits[kGroup]) {
   const float* p = a.stacked + slot * a.slot_stride + first;
   const std::size_t left = a.n - first;
   if (a.vector && left >= kGroup) {
-    const float4 v = *reinterpret_cast<const float4*>(p);
-    bits[0] = float_bits(v.x);
-    bits[1] = float_bits(v.y);
-    bits[2] = float_bits(v.z);
-    bits[3] = float_bits(v.w);
+#pragma unroll
+    for (int v = 0; v < kGroup; v += kVectorWidth) {
+      const float4 q = *reinterpret_cast<const float4*>(p + v);
+      bits[v] = float_bits(q.x);
+      bits[v + 1] = float_bits(q.y);
+      bits[v + 2] = float_bits(q.z);
+      bits[v + 3] = float_bits(q.w);
+    }
     return;
   }
 #pragma unroll
@@ -81,13 +99,18 @@ __device__ __forceinline__ void load_group(const StackedArgs& a, std::uint32_t s
     bits[i] = static_cast<std::size_t>(i) < left ? float_bits(p[i]) : 0u;
 }
 
+template <int kGroup>
 __device__ __forceinline__ void store_group(const StackedArgs& a, std::size_t first,
                                             const std::uint32_t bits[kGroup]) {
   float* p = a.out + first;
   const std::size_t left = a.n - first;
   if (a.vector && left >= kGroup && reinterpret_cast<std::uintptr_t>(p) % 16 == 0) {
-    *reinterpret_cast<float4*>(p) = make_float4(float_from_bits(bits[0]), float_from_bits(bits[1]),
-                                                float_from_bits(bits[2]), float_from_bits(bits[3]));
+#pragma unroll
+    for (int v = 0; v < kGroup; v += kVectorWidth) {
+      *reinterpret_cast<float4*>(p + v) =
+          make_float4(float_from_bits(bits[v]), float_from_bits(bits[v + 1]),
+                      float_from_bits(bits[v + 2]), float_from_bits(bits[v + 3]));
+    }
     return;
   }
 #pragma unroll
@@ -96,33 +119,30 @@ __device__ __forceinline__ void store_group(const StackedArgs& a, std::size_t fi
   }
 }
 
-// Slots r … r + kRegisterSlots − 1 (those below W) of the group at `first`: every load of the
+// Slots r … r + kSlotsInFlight − 1 (those below W) of the group at `first`: every load of the
 // round is issued before any is used.
+template <int kGroup, std::uint32_t kSlotsInFlight>
 __device__ __forceinline__ void load_round(const StackedArgs& a, std::uint32_t r, std::size_t first,
-                                           std::uint32_t held[kRegisterSlots][kGroup]) {
+                                           std::uint32_t held[kSlotsInFlight][kGroup]) {
 #pragma unroll
-  for (std::uint32_t j = 0; j < kRegisterSlots; ++j) {
-    if (r + j < a.world) load_group(a, r + j, first, held[j]);
+  for (std::uint32_t j = 0; j < kSlotsInFlight; ++j) {
+    if (r + j < a.world) load_group<kGroup>(a, r + j, first, held[j]);
   }
 }
 
-// What step 1 keeps of one element's addends.
-struct ElementWindow {
-  float largest = 0.0f;       // the largest |x| (fmaxf passes over a NaN)
-  float smallest = INFINITY;  // the smallest nonzero |x| (+Inf: none yet)
-  // Σ x in float: not finite exactly when an addend is NaN or ±Inf, or the float sum of
-  // finite addends overflows; either way the element takes the general path.
-  float probe = 0.0f;
-  std::uint32_t sign_and = 0xFFFFFFFFu;  // AND of the addends' bits: bit 31 = every one negative
+// What the one pass keeps of one element's addends.
+struct ElementSum {
+  double sum = -0.0;          // Σ x in double: −0 + x = x for every x, +0 included
+  std::uint32_t largest = 0;  // the largest |x| as bits (NaN and ±Inf patterns are the largest)
+  std::uint32_t smallest_less_one = 0xFFFFFFFFu;  // the smallest nonzero |x| as bits, minus 1
 };
 
-__device__ __forceinline__ void widen(ElementWindow& w, std::uint32_t bits) {
-  const float x = float_from_bits(bits);
-  const float magnitude = fabsf(x);
-  w.largest = fmaxf(w.largest, magnitude);
-  w.smallest = fminf(w.smallest, magnitude != 0.0f ? magnitude : INFINITY);
-  w.probe = __fadd_rn(w.probe, x);
-  w.sign_and &= bits;
+__device__ __forceinline__ void add(ElementSum& e, std::uint32_t bits) {
+  const std::uint32_t magnitude = bits & 0x7FFFFFFFu;
+  e.largest = max(e.largest, magnitude);
+  // magnitude − 1 wraps to 0xFFFFFFFF for ±0, which never lowers the minimum.
+  e.smallest_less_one = min(e.smallest_less_one, magnitude - 1u);
+  e.sum = __dadd_rn(e.sum, static_cast<double>(float_from_bits(bits)));
 }
 
 // e = max(biased exponent, 1) of a non-negative bit pattern: the bits of a nonzero finite |x|
@@ -143,24 +163,29 @@ __device__ __forceinline__ std::int64_t one_limb_digit(std::uint32_t bits, int b
   return (bits >> 31) != 0 ? -digit : digit;
 }
 
-// The lowest window bottom whose scale factor 2^(149 − bottom) is a normal float.
-constexpr int kLowestFloatBottom = 22;
-
-// The same digit for a window bottom ≥ kLowestFloatBottom, in two instructions: x × 2^(149 −
-// bottom) = ±|k| / 2^bottom is exact in float (24 significant bits, ≥ 1 for a nonzero
-// addend, whose scale is at least the bottom, and < 2^62 inside one limb: normal), and so is
-// its conversion to int64; ±0 gives 0. `factor` is 2^(149 − bottom).
-__device__ __forceinline__ std::int64_t float_digit(std::uint32_t bits, float factor) {
-  return __float2ll_rz(__fmul_rn(float_from_bits(bits), factor));
+// 2^k as a double, for −1022 ≤ k ≤ 1023.
+__device__ __forceinline__ double power_of_two(int k) {
+  return __longlong_as_double(static_cast<long long>(k + 1023) << 52);
 }
 
-// One element the one-limb path cannot take: its agreement words, window and digits as the
-// live reducers would form them had its block held it alone, added into the wide sum, the
-// special words summed, rounded. Out of line, so that its registers do not weigh on the
-// common path's occupancy.
-__device__ __noinline__ std::uint32_t general_element(const float* x, std::size_t slot_stride,
-                                                      std::uint32_t world, int limb_bits,
-                                                      bool mean) {
+// One element the double pass could not prove exact (its addends are finite: the double sum
+// was), its addends re-read: where its window [bottom, the largest's e + 22] fits one limb of
+// limb_bits(W) bits, the W digits summed in one int64 and rounded as the round kernel's one-limb
+// path does; otherwise the agreement words, window and digits as the live reducers would form them
+// had its block held it alone, added into the wide sum, the special words summed, rounded. Out of
+// line, so that its registers do not weigh on the common path's occupancy.
+__device__ __noinline__ std::uint32_t rare_element(const float* x, std::size_t slot_stride,
+                                                   std::uint32_t world, int limb_bits,
+                                                   int log2_world, double reciprocal, int largest,
+                                                   int bottom, bool mean) {
+  if (largest + 23 - bottom <= limb_bits) {
+    std::int64_t d = 0;
+    for (std::uint32_t r = 0; r < world; ++r)
+      d += one_limb_digit(float_bits(x[r * slot_stride]), bottom);
+    if (!mean) return round_one_limb_sum(d, bottom);
+    if (log2_world >= 0) return round_one_limb_sum(d, bottom - log2_world);
+    return round_one_limb_mean_screened(d, bottom, world, reciprocal);
+  }
   exact::AgreementWords words;
   for (std::uint32_t r = 0; r < world; ++r)
     exact::widen_agreement(words, float_bits(x[r * slot_stride]));
@@ -178,125 +203,108 @@ __device__ __noinline__ std::uint32_t general_element(const float* x, std::size_
   return exact::round_exact_sum(s, window.bottom, world, mean, window.special, special);
 }
 
-// round_one_limb_sum (exact_kernel_detail.h) in float where 2^(bottom − 149) is a normal
-// float (bottom ≥ 23): f = (float)D is RNE to 24 bits, and f × 2^(bottom − 149) is exact in
-// float while the result is normal and overflows to ±Inf exactly when the law does, so the
-// bits are RNE24(D × 2^(bottom − 149)); a result below 2^-126 takes the law's own path, as
-// round_one_limb_sum explains. One conversion instead of three.
-__device__ __forceinline__ std::uint32_t round_one_limb_sum_in_float(std::int64_t d, int bottom) {
-  if (bottom < 23) return round_one_limb_sum(d, bottom);
-  const float scaled = __fmul_rn(__ll2float_rn(d), __int_as_float((bottom - 149 + 127) << 23));
-  if (d == 0 || fabsf(scaled) >= 0x1p-126f) return float_bits(scaled);
-  return exact::round_one_limb(d, bottom, 1, false);
-}
-
+// The result of an element whose double sum is exact (or not finite), as the law gives it.
 template <bool kMean, bool kPowerOfTwo>
-__device__ __forceinline__ std::uint32_t round_one_limb(std::int64_t d, int bottom,
-                                                        const StackedArgs& a) {
-  if constexpr (!kMean) {
-    return round_one_limb_sum_in_float(d, bottom);
-  } else if constexpr (kPowerOfTwo) {
-    // |D| / 2^k × 2^(bottom − 149) = |D| × 2^(bottom − k − 149) exactly: the sum's rounding.
-    return round_one_limb_sum_in_float(d, bottom - a.log2_world);
+__device__ __forceinline__ std::uint32_t round_exact_double(double sum, int bottom,
+                                                            const StackedArgs& a) {
+  // NaN (canonical), ±Inf, ±0 and every sum when op = sum: one correct rounding of the exact
+  // value.
+  if (!kMean || sum == 0.0 || !isfinite(sum))
+    return float_bits(canonicalize_nan(__double2float_rn(sum)));
+  if constexpr (kPowerOfTwo) {
+    return float_bits(__double2float_rn(__dmul_rn(sum, power_of_two(-a.log2_world))));
   } else {
+    // The exact sum as the one-limb integer D = sum × 2^(149 − bottom) (< 2^53: exact), for
+    // the round kernel's screened quotient.
+    const std::int64_t d = __double2ll_rn(__dmul_rn(sum, power_of_two(149 - bottom)));
     return round_one_limb_mean_screened(d, bottom, a.world, a.reciprocal_double);
   }
 }
 
-template <bool kMean, bool kPowerOfTwo>
-__global__ void __launch_bounds__(kThreads) exact_stacked_kernel(StackedArgs a) {
-  const bool in_registers = a.world <= kRegisterSlots;
+template <int kGroup, std::uint32_t kSlotsInFlight, bool kMean, bool kPowerOfTwo>
+__global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<kGroup>)
+    exact_stacked_kernel(StackedArgs a) {
   for (std::size_t g = blockIdx.x * static_cast<std::size_t>(kThreads) + threadIdx.x; g < a.groups;
        g += static_cast<std::size_t>(gridDim.x) * kThreads) {
     const std::size_t first = g * kGroup;
 
-    // Step 1: each element's window.
-    std::uint32_t held[kRegisterSlots][kGroup];
-    ElementWindow window[kGroup];
-    for (std::uint32_t r = 0; r < a.world; r += kRegisterSlots) {
-      load_round(a, r, first, held);
+    ElementSum e[kGroup];
+    for (std::uint32_t r = 0; r < a.world; r += kSlotsInFlight) {
+      std::uint32_t held[kSlotsInFlight][kGroup];
+      load_round<kGroup, kSlotsInFlight>(a, r, first, held);
 #pragma unroll
-      for (std::uint32_t j = 0; j < kRegisterSlots; ++j) {
+      for (std::uint32_t j = 0; j < kSlotsInFlight; ++j) {
         if (r + j >= a.world) break;
 #pragma unroll
-        for (int i = 0; i < kGroup; ++i) widen(window[i], held[j][i]);
+        for (int i = 0; i < kGroup; ++i) add(e[i], held[j][i]);
       }
     }
 
-    // Step 2: the one-limb sums, where no addend is NaN or ±Inf and the window [the
-    // smallest's e − 1, the largest's e + 22] fits one limb (for a subnormal largest, e + 22
-    // is above its top bit: the window is 23 bits, far inside a limb); an element of zeros
-    // alone sums to zero, +0 unless every addend is −0 (its bottom, 254 from the smallest's
-    // +Inf, gives zero digits).
-    bool one_limb[kGroup], zeros[kGroup], integer_digits[kGroup];
-    int bottom[kGroup];
-    float factor[kGroup];
-    bool every_float_digit = true;
-#pragma unroll
-    for (int i = 0; i < kGroup; ++i) {
-      const ElementWindow& w = window[i];
-      zeros[i] = w.largest == 0.0f;
-      const int largest = exponent_of(float_bits(w.largest));
-      const int smallest = exponent_of(float_bits(w.smallest));
-      bottom[i] = smallest - 1;
-      one_limb[i] = isfinite(w.probe) && largest - smallest + 24 <= a.limb_bits;
-      integer_digits[i] = one_limb[i] && bottom[i] < kLowestFloatBottom;
-      factor[i] = __int_as_float((149 - max(bottom[i], kLowestFloatBottom) + 127) << 23);
-      every_float_digit = every_float_digit && !integer_digits[i];
-    }
-    // Summed as unsigned words: the digits of an element that will not use them (special,
-    // or zeros) may be anything (a NaN converts to INT64_MIN) and must not overflow a signed
-    // sum; an element that uses them stays within ±2^63 (the window's limb bits).
-    std::uint64_t sum[kGroup] = {};
-    for (std::uint32_t r = 0; r < a.world; r += kRegisterSlots) {
-      if (!in_registers) load_round(a, r, first, held);
-#pragma unroll
-      for (std::uint32_t j = 0; j < kRegisterSlots; ++j) {
-        if (r + j >= a.world) break;
-#pragma unroll
-        for (int i = 0; i < kGroup; ++i) {
-          if (every_float_digit) {
-            sum[i] += static_cast<std::uint64_t>(float_digit(held[j][i], factor[i]));
-          } else {
-            sum[i] +=
-                static_cast<std::uint64_t>(integer_digits[i] ? one_limb_digit(held[j][i], bottom[i])
-                                                             : float_digit(held[j][i], factor[i]));
-          }
-        }
-      }
-    }
-
-    // Step 3: round and store the one-limb results; then, with nothing else held, the rest
-    // take the general path (its addends, slot 0's included, are still unwritten).
+    // Every partial sum was exact in double when each addend is a multiple of 2^(bottom − 149)
+    // (bottom: the smallest's scale) and every partial sum stays below 2^(bottom − 149 + 53):
+    // |partial| < W · 2^(largest's e + 23 − 149) ≤ 2^(e + 23 + ⌈log2 W⌉ − 149). A non-finite
+    // sum (an addend was NaN or ±Inf) is rounded by the law's special rules alone.
     std::uint32_t result[kGroup];
-    bool every_one_limb = true;
+    bool exact_in_double[kGroup];
+    bool every_exact = true;
 #pragma unroll
     for (int i = 0; i < kGroup; ++i) {
-      result[i] = zeros[i] ? window[i].sign_and & 0x80000000u
-                           : round_one_limb<kMean, kPowerOfTwo>(static_cast<std::int64_t>(sum[i]),
-                                                                bottom[i], a);
-      every_one_limb = every_one_limb && one_limb[i];
+      const int largest = exponent_of(e[i].largest);
+      const int bottom = exponent_of(e[i].smallest_less_one + 1u) - 1;
+      exact_in_double[i] =
+          !isfinite(e[i].sum) || largest + 23 + a.log2_world_ceiling - bottom <= 53;
+      result[i] = round_exact_double<kMean, kPowerOfTwo>(e[i].sum, bottom, a);
+      every_exact = every_exact && exact_in_double[i];
     }
-    if (every_one_limb) {
-      store_group(a, first, result);
+    if (every_exact) {
+      store_group<kGroup>(a, first, result);
       continue;
     }
-    unsigned general = 0;
+    // The rare rest, once the others are stored: their addends (slot 0's included, which the
+    // output may alias) are still unwritten.
+    unsigned rare = 0;
 #pragma unroll
     for (int i = 0; i < kGroup; ++i) {
       if (first + i >= a.n) break;
-      if (one_limb[i]) {
+      if (exact_in_double[i]) {
         a.out[first + i] = float_from_bits(result[i]);
       } else {
-        general |= 1u << i;
+        rare |= 1u << i;
       }
     }
+#pragma unroll
     for (int i = 0; i < kGroup; ++i) {
-      if ((general >> i) & 1u) {
+      if ((rare >> i) & 1u) {
         a.out[first + i] = float_from_bits(
-            general_element(a.stacked + first + i, a.slot_stride, a.world, a.limb_bits, kMean));
+            rare_element(a.stacked + first + i, a.slot_stride, a.world, a.limb_bits, a.log2_world,
+                         a.reciprocal_double, exponent_of(e[i].largest),
+                         exponent_of(e[i].smallest_less_one + 1u) - 1, kMean));
       }
     }
+  }
+}
+
+// ⌈log2 W⌉.
+int log2_ceiling(std::uint32_t world) {
+  int k = 0;
+  while ((std::uint32_t{1} << k) < world) ++k;
+  return k;
+}
+
+template <int kGroup, std::uint32_t kSlotsInFlight>
+void launch_shape(StackedArgs& args, Op op, void* cuda_stream) {
+  args.groups = (args.n + kGroup - 1) / kGroup;
+  const auto launch = [&](auto kernel) {
+    kernel<<<grid_for(kernel, (args.groups + kThreads - 1) / kThreads), kThreads, 0,
+             as_stream(cuda_stream)>>>(args);
+    RV_CUDA_CHECK_LAUNCH("exact_stacked_kernel");
+  };
+  if (op == Op::kSum) {
+    launch(exact_stacked_kernel<kGroup, kSlotsInFlight, false, false>);
+  } else if (args.log2_world >= 0) {
+    launch(exact_stacked_kernel<kGroup, kSlotsInFlight, true, true>);
+  } else {
+    launch(exact_stacked_kernel<kGroup, kSlotsInFlight, true, false>);
   }
 }
 
@@ -317,27 +325,21 @@ void launch_exact_reduce_stacked(const float* d_stacked, std::uint32_t world,
   check_pointer(d_stacked, kWho, "the stacked addends");
   check_pointer(d_out, kWho, "the output");
   const auto address = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p); };
-  const StackedArgs args{d_stacked,
-                         slot_stride,
-                         n,
-                         (n + kGroup - 1) / kGroup,
-                         d_out,
-                         world,
-                         exact::limb_bits(world),
-                         log2_if_power_of_two(world),
-                         1.0 / static_cast<double>(world),
-                         address(d_stacked) % 16 == 0 && (world == 1 || slot_stride % 4 == 0)};
-  const auto launch = [&](auto kernel) {
-    kernel<<<grid_for(kernel, (args.groups + kThreads - 1) / kThreads), kThreads, 0,
-             as_stream(cuda_stream)>>>(args);
-    RV_CUDA_CHECK_LAUNCH("exact_stacked_kernel");
-  };
-  if (op == Op::kSum) {
-    launch(exact_stacked_kernel<false, false>);
-  } else if (args.log2_world >= 0) {
-    launch(exact_stacked_kernel<true, true>);
+  StackedArgs args{d_stacked,
+                   slot_stride,
+                   n,
+                   0,
+                   d_out,
+                   world,
+                   exact::limb_bits(world),
+                   log2_if_power_of_two(world),
+                   log2_ceiling(world),
+                   1.0 / static_cast<double>(world),
+                   address(d_stacked) % 16 == 0 && (world == 1 || slot_stride % 4 == 0)};
+  if (world <= 2) {
+    launch_shape<8, 2>(args, op, cuda_stream);
   } else {
-    launch(exact_stacked_kernel<true, false>);
+    launch_shape<4, 4>(args, op, cuda_stream);
   }
 }
 
