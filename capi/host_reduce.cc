@@ -4,7 +4,7 @@
 #include "capi/reduce_verify_c.h"
 #include "capi/stacked_arguments.h"
 #include "core/exact/exact_law.h"
-#include "core/exact/exact_reduction.h"
+#include "core/exact/stacked_in_double.h"
 #include "core/fold.h"
 #include "core/fp_environment.h"
 
@@ -29,9 +29,10 @@ extern "C" rv_status rv_exact_reduce_stacked(const float* stacked, uint32_t worl
   return guarded("rv_exact_reduce_stacked", [&] {
     const rv::Op parsed = op_from_c(op);
     check_stacked_arguments({stacked, world, slot_stride, n, out, rv::exact::kMaxWorld});
-    // The exact path is integer arithmetic on the values' bits, but DAZ would still make the
-    // hardware read a subnormal addend as zero wherever a float is compared or converted.
+    // The exact path would give the law's bits in any state (it falls back to integer
+    // arithmetic when the state is not IEEE's), but like the fold the C ABI refuses a process
+    // whose state (FTZ/DAZ from a fast-math library, another rounding mode) breaks the fold.
     rv::enforce_ieee_fp_environment();
-    if (n != 0) rv::exact_reduce_stacked(stacked, world, slot_stride, n, parsed, out);
+    if (n != 0) rv::exact_reduce_stacked_in_double(stacked, world, slot_stride, n, parsed, out);
   });
 }

@@ -13,6 +13,7 @@
 #include "core/exact/exact_plan.h"
 #include "core/exact/exact_reduction.h"
 #include "core/exact/host_exact.h"
+#include "core/exact/stacked_in_double.h"
 
 namespace rv {
 namespace {
@@ -95,12 +96,15 @@ void BM_ExactRound(benchmark::State& state) {
                  " W=" + std::to_string(world));
 }
 
-// The whole exact reduction of a stacked table on one CPU (exact_reduce_stacked: what the C
-// ABI's rv_exact_reduce_stacked and the CPU DDP hooks run): W slots of 4 Mi normal floats,
-// with the fold's traffic measure, (W + 1) · N · 4 bytes. Arg: W.
+// The whole exact reduction of a stacked table on one CPU: W slots of 4 Mi normal floats,
+// with the fold's traffic measure, (W + 1) · N · 4 bytes. Args: W, and the path: 0 the
+// windowed dataflow (exact_reduce_stacked, the tests' oracle), 1 the double sums
+// (exact_reduce_stacked_in_double: what the C ABI's rv_exact_reduce_stacked and the CPU DDP
+// hooks run).
 void BM_ExactReduceStacked(benchmark::State& state) {
   constexpr std::size_t kStackedN = std::size_t{1} << 22;
   const auto world = static_cast<std::uint32_t>(state.range(0));
+  const bool in_double = state.range(1) == 1;
   std::vector<float> stacked;
   for (std::uint32_t r = 0; r < world; ++r) {
     const std::vector<float> arena = generate_arena({1, Distribution::kNormal, 1}, r, kStackedN);
@@ -108,12 +112,18 @@ void BM_ExactReduceStacked(benchmark::State& state) {
   }
   std::vector<float> out(kStackedN);
   for (auto _ : state) {
-    exact_reduce_stacked(stacked.data(), world, kStackedN, kStackedN, Op::kMean, out.data());
+    if (in_double) {
+      exact_reduce_stacked_in_double(stacked.data(), world, kStackedN, kStackedN, Op::kMean,
+                                     out.data());
+    } else {
+      exact_reduce_stacked(stacked.data(), world, kStackedN, kStackedN, Op::kMean, out.data());
+    }
     benchmark::DoNotOptimize(out.data());
   }
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * (world + 1) *
                           static_cast<std::int64_t>(kStackedN * sizeof(float)));
-  state.SetLabel("normal mean W=" + std::to_string(world));
+  state.SetLabel(std::string(in_double ? "in double" : "dataflow") + " normal mean W=" +
+                 std::to_string(world));
 }
 
 void distributions(benchmark::internal::Benchmark* b) {
@@ -131,9 +141,7 @@ BENCHMARK(BM_ExactAgreementWords)->Apply(distributions)->UseRealTime();
 BENCHMARK(BM_ExactEncode)->Apply(distributions)->UseRealTime();
 BENCHMARK(BM_ExactRound)->Apply(distributions_ops_and_worlds)->UseRealTime();
 BENCHMARK(BM_ExactReduceStacked)
-    ->Arg(2)
-    ->Arg(4)
-    ->Arg(8)
+    ->ArgsProduct({{2, 3, 4, 8}, {0, 1}})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 

@@ -21,17 +21,8 @@
 #include "core/error.h"
 #include "core/exact/exact_law.h"
 #include "core/exact/host_exact_law.h"
+#include "core/exact/host_vector_targets.h"
 #include "core/fold_law.h"
-
-#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
-#define RV_HOST_EXACT_AVX2 1
-#define RV_TARGET_AVX2 __attribute__((target("avx2")))
-#endif
-#if defined(__GNUC__) || defined(__clang__)
-#define RV_LOOP_BODY inline __attribute__((always_inline))
-#else
-#define RV_LOOP_BODY inline
-#endif
 
 namespace rv {
 namespace {

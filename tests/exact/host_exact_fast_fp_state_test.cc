@@ -7,28 +7,6 @@
 namespace rv::test {
 namespace {
 
-// Restores the rounding mode and (x86) MXCSR on scope exit.
-class FpStateGuard {
- public:
-  FpStateGuard() : rounding_(std::fegetround()) {
-#if defined(__x86_64__) || defined(__i386__)
-    csr_ = _mm_getcsr();
-#endif
-  }
-  ~FpStateGuard() {
-    std::fesetround(rounding_);
-#if defined(__x86_64__) || defined(__i386__)
-    _mm_setcsr(csr_);
-#endif
-  }
-  FpStateGuard(const FpStateGuard&) = delete;
-  FpStateGuard& operator=(const FpStateGuard&) = delete;
-
- private:
-  int rounding_;
-  unsigned csr_ = 0;
-};
-
 // A sum tie (1 + 2^-24 at bottom 126), a mean tie (W = 3) and subnormal addends: each is
 // rounded or read another way by the fast path's binary64 steps in another state.
 Arenas state_sensitive_arenas() {

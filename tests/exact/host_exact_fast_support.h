@@ -36,6 +36,28 @@ inline std::vector<HostIsa> isas() {
   return out;
 }
 
+// Restores the rounding mode and (x86) MXCSR on scope exit.
+class FpStateGuard {
+ public:
+  FpStateGuard() : rounding_(std::fegetround()) {
+#if defined(__x86_64__) || defined(__i386__)
+    csr_ = _mm_getcsr();
+#endif
+  }
+  ~FpStateGuard() {
+    std::fesetround(rounding_);
+#if defined(__x86_64__) || defined(__i386__)
+    _mm_setcsr(csr_);
+#endif
+  }
+  FpStateGuard(const FpStateGuard&) = delete;
+  FpStateGuard& operator=(const FpStateGuard&) = delete;
+
+ private:
+  int rounding_;
+  unsigned csr_ = 0;
+};
+
 inline const char* name_of(HostIsa isa) { return isa == HostIsa::kAvx2 ? "avx2" : "baseline"; }
 
 // The first element where two word arrays differ, or "" when they are equal.

@@ -24,6 +24,7 @@
 #include "core/exact/exact_reduction.h"
 #include "tests/gpu/exact_kernel_test_support.h"
 #include "tests/gpu/gpu_test_support.h"
+#include "tests/support/midpoint_sums.h"
 
 namespace rv {
 namespace {
@@ -157,37 +158,14 @@ TEST(ExactStackedKernel, EqualsHostOnBlocksThatMixSpecialsAndExtremes) {
   }
 }
 
-// Sums just beside a float midpoint: x + half an ulp of x ± a tiny value, the tiny one 2^-g
-// of that half ulp, for g = 0 … 60, so the window grows bit by bit past what a double sum
-// holds exactly (from g ≈ 29 on, a double sum lands on the midpoint itself and rounds to
-// even the wrong way) and past one int64 limb: every element must come out as the host's
-// whichever of the kernel's paths it takes. Near 1, near 2^100 and near 2^-100 (subnormal
-// tiny values), both signs of the half ulp and of the tiny value; the other W − 3 slots hold
-// pairs ±v that cancel exactly but widen the window.
+// Sums beside float midpoints whose window grows bit by bit past a double's and a limb's
+// width (tests/support/midpoint_sums.h): every element must come out as the host's whichever
+// of the kernel's paths it takes.
 TEST(ExactStackedKernel, EqualsHostBesideFloatMidpointsAtEveryWindowWidth) {
   RV_SKIP_WITHOUT_GPU();
-  std::vector<std::vector<float>> elements;  // each: W = 3 addends
-  for (float scale : {1.0f, 0x1p100f, 0x1p-100f}) {
-    for (int g = 0; g <= 60; ++g) {
-      for (float half_sign : {1.0f, -1.0f}) {
-        for (float tiny_sign : {1.0f, -1.0f}) {
-          const float tiny = std::ldexp(1.0f + 0x1p-23f * static_cast<float>(g % 5), -24 - g);
-          elements.push_back({scale, half_sign * 0x1p-24f * scale, tiny_sign * tiny * scale});
-        }
-      }
-    }
-  }
-  const std::size_t n = elements.size();
   for (std::uint32_t world : {3u, 4u, 5u, 8u, 64u}) {
-    std::vector<std::vector<float>> slots(world, std::vector<float>(n, 0.0f));
-    for (std::size_t i = 0; i < n; ++i) {
-      for (std::uint32_t r = 0; r < 3; ++r) slots[r][i] = elements[i][r];
-      for (std::uint32_t r = 3; r + 1 < world; r += 2) {
-        const float v = std::ldexp(1.0f, -3 - static_cast<int>(r % 7));
-        slots[r][i] = v;
-        slots[r + 1][i] = -v;
-      }
-    }
+    const auto slots = test::slots_beside_float_midpoints(world);
+    const std::size_t n = slots[0].size();
     expect_equals_host(stack(slots, n), world, n, n, "midpoints W=" + std::to_string(world));
   }
 }
