@@ -30,9 +30,9 @@ struct ChunkSums {
 // magnitudes are loaded and stored once for that many addends.
 constexpr std::uint32_t kSlotsPerPass = 4;
 
-// Adds kSlots slots (x, x + stride, …) into the chunk's sums. The first pass starts the sums
-// from its first slot: −0 + x = x for every x (+0 included), so starting from x is starting
-// from −0, the identity that leaves an all −0 sum −0.
+// Adds kSlots slots (x, x + stride, …) into the chunk's sums. The first pass starts each sum
+// at −0: −0 + x = x for every x (+0 included), so an all −0 sum stays −0 and any other zero
+// sum is +0, as the law wants.
 template <bool kFirst, std::uint32_t kSlots>
 RV_LOOP_BODY void add_slots_body(const float* __restrict x, std::size_t stride, std::size_t count,
                                  ChunkSums& s) {
