@@ -16,17 +16,19 @@
 // can only come from a NaN or ±Inf addend (finite floats cannot overflow a double sum of
 // at most 2^20 of them), and IEEE double addition already follows the law's special rules:
 // NaN (written canonical) for any NaN or both infinities, else the infinity. The mean is the
-// exact sum scaled by 2^−k for W = 2^k (exact in double) and the screened double quotient
-// otherwise. The rare rest re-reads its W addends, once the common results are stored: a
-// window that fits one int64 limb sums W integer digits, any other takes the general law
-// (agreement words, limbs, special word, the 7-word sum) as exact_law.h defines it.
+// exact sum scaled by 2^−k for W = 2^k (exact in double) and otherwise the correctly rounded
+// double quotient. The rare rest (windows wider
+// than a double, means below 2^-125) re-reads its W addends once the common results are
+// stored: a window that fits one int64 limb sums W integer digits and rounds them as the
+// round kernel does, any other takes the general law (agreement words, limbs, special word,
+// the 7-word sum) as exact_law.h defines it.
 // No thread waits for another, and nothing is held per slot, so worlds of any size take one
 // pass over memory. The bits are those of core/exact/exact_reduction.h's
 // exact_reduce_stacked: each is the correctly rounded value of the same exact sum (or
 // sum / W), however it was built.
 //
-// Measured on the H200 (bench_cuda_exact BM_ExactStacked, docs/DESIGN.md §9): 0.90–0.98 of
-// a copy at W = 2, 4, 8. The int64 version this replaced, which found each window first and
+// Measured on the H200 (bench_cuda_exact BM_ExactStacked, docs/DESIGN.md §9): 0.87–1.00 of
+// a copy at W = 2, 3, 4, 6, 8. The int64 version this replaced, which found each window first and
 // then converted and summed the digits (values held in registers up to W = 4, read again
 // above), reached 0.61–0.75.
 #include <cmath>
@@ -168,12 +170,13 @@ __device__ __forceinline__ double power_of_two(int k) {
   return __longlong_as_double(static_cast<long long>(k + 1023) << 52);
 }
 
-// One element the double pass could not prove exact (its addends are finite: the double sum
-// was), its addends re-read: where its window [bottom, the largest's e + 22] fits one limb of
-// limb_bits(W) bits, the W digits summed in one int64 and rounded as the round kernel's one-limb
-// path does; otherwise the agreement words, window and digits as the live reducers would form them
-// had its block held it alone, added into the wide sum, the special words summed, rounded. Out of
-// line, so that its registers do not weigh on the common path's occupancy.
+// One element the double pass could not settle (its addends are finite: the double sum was):
+// a window wider than a double, or a mean below 2^-125. Its addends re-read: where its window
+// [bottom, the largest's e + 22] fits one limb of limb_bits(W) bits, the W digits summed in one
+// int64 and rounded as the round kernel's one-limb path does; otherwise the agreement words, window
+// and digits as the live reducers would form them had its block held it alone, added into the wide
+// sum, the special words summed, rounded. Out of line, so that its registers do not weigh on the
+// common path's occupancy.
 __device__ __noinline__ std::uint32_t rare_element(const float* x, std::size_t slot_stride,
                                                    std::uint32_t world, int limb_bits,
                                                    int log2_world, double reciprocal, int largest,
@@ -203,21 +206,31 @@ __device__ __noinline__ std::uint32_t rare_element(const float* x, std::size_t s
   return exact::round_exact_sum(s, window.bottom, world, mean, window.special, special);
 }
 
-// The result of an element whose double sum is exact (or not finite), as the law gives it.
+// The result of an element whose double sum is exact (or not finite), as the law gives it, in
+// `result`; false where the double cannot settle it and the law must (rare_element): a mean
+// below 2^-125, where float rounds at 2^-149 rather than at 24 bits. For W that is not a power
+// of two the mean is the correctly rounded double quotient y = sum / W, whose rounding to
+// float is the true mean's (docs/DESIGN.md §2.4: a double quotient of an exact double sum by
+// W < 2^29 falls on a float rounding boundary only when the true mean is that boundary).
+// sum × (1/W rounded) would round twice, and means that are exact float midpoints are common
+// (a sum of a few floats has 25–27 significant bits): rounded the wrong way, they fail the
+// tests.
 template <bool kMean, bool kPowerOfTwo>
-__device__ __forceinline__ std::uint32_t round_exact_double(double sum, int bottom,
-                                                            const StackedArgs& a) {
+__device__ __forceinline__ bool round_exact_double(double sum, const StackedArgs& a,
+                                                   std::uint32_t& result) {
   // NaN (canonical), ±Inf, ±0 and every sum when op = sum: one correct rounding of the exact
   // value.
-  if (!kMean || sum == 0.0 || !isfinite(sum))
-    return float_bits(canonicalize_nan(__double2float_rn(sum)));
+  if (!kMean || sum == 0.0 || !isfinite(sum)) {
+    result = float_bits(canonicalize_nan(__double2float_rn(sum)));
+    return true;
+  }
   if constexpr (kPowerOfTwo) {
-    return float_bits(__double2float_rn(__dmul_rn(sum, power_of_two(-a.log2_world))));
+    result = float_bits(__double2float_rn(__dmul_rn(sum, power_of_two(-a.log2_world))));
+    return true;
   } else {
-    // The exact sum as the one-limb integer D = sum × 2^(149 − bottom) (< 2^53: exact), for
-    // the round kernel's screened quotient.
-    const std::int64_t d = __double2ll_rn(__dmul_rn(sum, power_of_two(149 - bottom)));
-    return round_one_limb_mean_screened(d, bottom, a.world, a.reciprocal_double);
+    const double y = __ddiv_rn(sum, static_cast<double>(a.world));
+    result = float_bits(__double2float_rn(y));
+    return fabs(y) >= 0x1p-125;
   }
 }
 
@@ -245,18 +258,17 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<kGroup>)
     // |partial| < W · 2^(largest's e + 23 − 149) ≤ 2^(e + 23 + ⌈log2 W⌉ − 149). A non-finite
     // sum (an addend was NaN or ±Inf) is rounded by the law's special rules alone.
     std::uint32_t result[kGroup];
-    bool exact_in_double[kGroup];
-    bool every_exact = true;
+    bool settled[kGroup];  // the double gave the law's bits
+    bool every_settled = true;
 #pragma unroll
     for (int i = 0; i < kGroup; ++i) {
       const int largest = exponent_of(e[i].largest);
       const int bottom = exponent_of(e[i].smallest_less_one + 1u) - 1;
-      exact_in_double[i] =
-          !isfinite(e[i].sum) || largest + 23 + a.log2_world_ceiling - bottom <= 53;
-      result[i] = round_exact_double<kMean, kPowerOfTwo>(e[i].sum, bottom, a);
-      every_exact = every_exact && exact_in_double[i];
+      const bool exact = !isfinite(e[i].sum) || largest + 23 + a.log2_world_ceiling - bottom <= 53;
+      settled[i] = round_exact_double<kMean, kPowerOfTwo>(e[i].sum, a, result[i]) && exact;
+      every_settled = every_settled && settled[i];
     }
-    if (every_exact) {
+    if (every_settled) {
       store_group<kGroup>(a, first, result);
       continue;
     }
@@ -266,7 +278,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<kGroup>)
 #pragma unroll
     for (int i = 0; i < kGroup; ++i) {
       if (first + i >= a.n) break;
-      if (exact_in_double[i]) {
+      if (settled[i]) {
         a.out[first + i] = float_from_bits(result[i]);
       } else {
         rare |= 1u << i;

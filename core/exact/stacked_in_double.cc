@@ -64,23 +64,19 @@ RV_LOOP_BODY void add_slots_body(const float* __restrict x, std::size_t stride, 
 enum class Rounding {
   kSum,         // RNE of the sum
   kScaledMean,  // W = 2^k: RNE of the sum × 2^−k, exact in double
-  kDividedMean  // otherwise: RNE of the correctly rounded double quotient, screened
+  kDividedMean  // otherwise: RNE of the correctly rounded double quotient
 };
 
-// The results of a chunk into `result`; `rare[i]` = 1 where the double is not proven to give
-// the law's bits (returns whether any is). Branch-free, so that it vectorises.
+// The results of a chunk into `result`; `rare[i]` = 1 where the double cannot give the law's
+// bits (returns whether any is). Branch-free, so that it vectorises.
 // The double sum is exact when every addend is a multiple of 2^(e_min − 1 − 149) and every
 // partial sum stays below 2^(e_min − 1 − 149 + 53): |partial| < W · 2^(e_max + 23 − 149), so
 // e_max − e_min ≤ span = 53 − 24 − ⌈log2 W⌉ (e: the biased exponent, at least 1). A sum that
 // is not finite came from a NaN or ±Inf addend, and IEEE addition already gives the law's
 // special result (finite floats, at most 2^20 of them, cannot overflow a double).
-// kDividedMean: y = sum / W is the true mean v rounded once to 53 bits. Float's rounding
-// boundaries (midpoints between floats, and the one above FLT_MAX) are doubles whose 29 bits
-// below float's 24 read exactly 2^28; a boundary strictly between y and v would be a double
-// nearer v than y is, so RNE24(y) = RNE24(v) unless y is a boundary itself. (For an exact
-// double sum that happens only when v is that boundary, but the few such y are left to the
-// law rather than to that argument.) Results below 2^-125 round at 2^-149 rather than at 24
-// bits, and are left to the law too.
+// kDividedMean: y = sum / W is the true mean rounded once to 53 bits, and rounds to float as
+// the true mean does (docs/DESIGN.md §2.4); results below 2^-125 round at 2^-149 rather than
+// at 24 bits and are left to the law.
 template <Rounding kRounding>
 RV_LOOP_BODY bool round_chunk_body(const ChunkSums& s, std::size_t count, int span, double factor,
                                    float* __restrict result, unsigned char* __restrict rare) {
@@ -90,16 +86,13 @@ RV_LOOP_BODY bool round_chunk_body(const ChunkSums& s, std::size_t count, int sp
     const int e_min = std::max(static_cast<int>((s.smallest_less_one[i] + 1u) >> 23), 1);
     const bool finite = s.largest[i] < 0x7F800000u;
     double y = s.sum[i];
-    bool screened = false;
+    bool tiny = false;
     if constexpr (kRounding == Rounding::kScaledMean) y *= factor;
     if constexpr (kRounding == Rounding::kDividedMean) {
       y /= factor;
-      std::uint64_t y_bits;
-      std::memcpy(&y_bits, &y, sizeof y_bits);
-      const std::uint64_t low29 = y_bits & ((std::uint64_t{1} << 29) - 1);
-      screened = (low29 == (std::uint64_t{1} << 28)) | ((std::fabs(y) < 0x1p-125) & (y != 0.0));
+      tiny = (std::fabs(y) < 0x1p-125) & (y != 0.0);
     }
-    const auto is_rare = static_cast<unsigned char>(finite & ((e_max - e_min > span) | screened));
+    const auto is_rare = static_cast<unsigned char>(finite & ((e_max - e_min > span) | tiny));
     result[i] = canonicalize_nan(static_cast<float>(y));
     rare[i] = is_rare;
     any |= is_rare;
