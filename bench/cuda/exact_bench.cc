@@ -8,18 +8,19 @@
 //   round traffic:     8 B read + 4 B written per element
 //   agreement traffic: 4 B read per element + 24 B written per 1024 elements
 //   stacked traffic:   W × 4 B read + 4 B written per element (the whole exact reduction of
-//                      W slots in one launch, as a fold of W slots would move; at W > 4 its
-//                      second read of each group, from L1 or L2, is not counted)
+//                      W slots in one launch, as a fold of W slots would move)
 //   copy: (read + written) / 2 bytes copied, i.e. the same bytes moved
 //   copy_fraction = kernel bandwidth / copy bandwidth (target ≥ 0.8 on the H200)
-// The stacked kernel runs on W = 2, 4 and 8 slots of the same values, each rotated by a
+// The stacked kernel runs on W = 2, 3, 4, 6 and 8 slots of the same values, each rotated by a
 // different offset (distinct addends of the same magnitudes), for sum and mean.
 // Variants: the agreement's loads (detail::AgreementLoads), the encode with the limb width
 // known at run time or as a compile-time constant, the round for sum and for mean, the mean
-// with the long division by W, its reciprocal, in double screened for midpoints (the default
-// where W is not a power of two; here it runs on W = 8's sums, the same work), or (W = 8
-// being a power of two) no division (detail::LimbWidth, detail::MeanDivision; "(default)"
-// marks what the device uses at W = 8).
+// with the long division by W, its reciprocal, in double screened for midpoints, as the
+// correctly rounded double quotient, or (W = 8 being a power of two) no division
+// (detail::LimbWidth, detail::MeanDivision; "(default)" marks what the device uses at W = 8).
+// The divisions run on W = 8's sums (eight copies of one rank: every mean is a float, never
+// near a midpoint) and, as the mean a world of three uses, on the sums of three different
+// ranks (stacked slots 0-2), where about 3 % of the means are exact float midpoints.
 //
 // Run: bench_cuda_exact --benchmark_out=FILE.json --benchmark_out_format=json
 #include <benchmark/benchmark.h>
@@ -40,6 +41,7 @@
 #include "core/cuda/exact_kernel.h"
 #include "core/exact/exact_law.h"
 #include "core/exact/exact_plan.h"
+#include "core/exact/host_exact.h"
 
 namespace rv {
 namespace {
@@ -71,6 +73,11 @@ struct Workload {
   DeviceBuffer values, agreement, slots, digits, sums, results, stacked, copy_source, copy_target;
   ExactPlan plan;
   ExactPlanView view;
+  // A world of three different ranks (stacked slots 0-2), for the mean of a W that is not a
+  // power of two: its plan and its summed digits.
+  DeviceBuffer slots3, sums3;
+  ExactPlan plan3;
+  ExactPlanView view3;
   cudaStream_t stream = nullptr;
 
   Workload() {
@@ -108,6 +115,7 @@ struct Workload {
                             cudaMemcpyDeviceToDevice, stream),
             "stack");
     }
+    set_up_world_of_three(agreement_words);
     const std::size_t largest_traffic = std::max(kValueBytes + plan.words * sizeof(std::int64_t),
                                                  (kLargestStackedWorld + 1) * kValueBytes);
     copy_source = DeviceBuffer(0, largest_traffic / 2);
@@ -116,6 +124,31 @@ struct Workload {
     check(cudaStreamSynchronize(stream), "set-up");
   }
   ~Workload() { cudaStreamDestroy(stream); }
+
+  void set_up_world_of_three(std::size_t agreement_words) {
+    auto* agreed_device = static_cast<std::int64_t*>(agreement.data());
+    std::vector<std::int64_t> agreed(agreement_words), mine(agreement_words);
+    for (std::uint32_t r = 0; r < 3; ++r) {
+      launch_exact_agreement_words(stacked.floats() + r * kValues, kValues, agreed_device, stream);
+      check(cudaStreamSynchronize(stream), "agreement of three");
+      agreement.download((r == 0 ? agreed : mine).data(), agreement_words * sizeof(std::int64_t));
+      if (r != 0) merge_agreement_words(agreed.data(), mine.data(), agreement_words);
+    }
+    plan3 = plan_exact_blocks(agreed.data(), kValues, 3);
+    slots3 = DeviceBuffer(0, plan3.blocks.size() * sizeof(ExactBlockSlot));
+    slots3.upload(plan3.blocks.data(), plan3.blocks.size() * sizeof(ExactBlockSlot));
+    view3 = view_of(plan3, static_cast<const ExactBlockSlot*>(slots3.data()));
+    DeviceBuffer digits3(0, 3 * plan3.words * sizeof(std::int64_t));
+    auto* digit_words3 = static_cast<std::int64_t*>(digits3.data());
+    for (std::uint32_t r = 0; r < 3; ++r) {
+      launch_exact_encode(stacked.floats() + r * kValues, view3, digit_words3 + r * plan3.words,
+                          stream);
+    }
+    sums3 = DeviceBuffer(0, plan3.words * sizeof(std::int64_t));
+    launch_combine_words(digit_words3, 3, plan3.words, plan3.words, IntReduction::kSum,
+                         static_cast<std::int64_t*>(sums3.data()), stream);
+    check(cudaStreamSynchronize(stream), "sums of three");
+  }
   Workload(const Workload&) = delete;
   Workload& operator=(const Workload&) = delete;
 
@@ -244,9 +277,25 @@ void BM_ExactRound(benchmark::State& state) {
       w.digit_bytes() + static_cast<double>(kValueBytes), label);
 }
 
+// The mean's round over the sums of three different ranks (W = 3: no power of two), by each
+// division that applies. Arg: the index in detail::kAllMeanDivisions.
+void BM_ExactRoundMeanOfThree(benchmark::State& state) {
+  Workload& w = workload();
+  const auto division = detail::kAllMeanDivisions[state.range(0)];
+  measure(
+      state,
+      [&] {
+        detail::launch_exact_round_with(static_cast<const std::int64_t*>(w.sums3.data()), w.view3,
+                                        Op::kMean, w.results.floats(), w.stream, division);
+      },
+      static_cast<double>(w.plan3.words * sizeof(std::int64_t)) + static_cast<double>(kValueBytes),
+      std::string("round mean W=3 ") + detail::to_string(division) +
+          (division == detail::default_mean_division(3) ? " (default)" : ""));
+}
+
 // The stacked kernel over W slots of the workload's normal values, (W + 1) · 4 bytes per
-// element counted. W = 3 and 6 round the mean through the screened double quotient; 2, 4
-// and 8 scale it by 2^−k.
+// element counted. W = 3 and 6 round the mean through the correctly rounded double quotient;
+// 2, 4 and 8 scale it by 2^−k.
 void BM_ExactStacked(benchmark::State& state) {
   Workload& w = workload();
   const auto world = static_cast<std::uint32_t>(state.range(0));
@@ -286,6 +335,16 @@ BENCHMARK(BM_ExactRound)
     ->Args({1, 1})
     ->Args({1, 2})
     ->Args({1, 3})
+    ->UseManualTime()
+    ->Iterations(kIterations)
+    ->Unit(benchmark::kMillisecond);
+
+BENCHMARK(BM_ExactRoundMeanOfThree)
+    ->ArgNames({"division"})
+    ->Arg(0)
+    ->Arg(1)
+    ->Arg(3)
+    ->Arg(4)
     ->UseManualTime()
     ->Iterations(kIterations)
     ->Unit(benchmark::kMillisecond);

@@ -79,9 +79,8 @@ inline constexpr AgreementLoads kAllAgreementLoads[] = {AgreementLoads::kPrefetc
                                                         AgreementLoads::kManyWarps};
 AgreementLoads default_agreement_loads();
 const char* to_string(AgreementLoads loads);
-void launch_exact_agreement_words_with(const float* d_values, std::size_t n,
-                                       std::int64_t* d_words, void* cuda_stream,
-                                       AgreementLoads loads);
+void launch_exact_agreement_words_with(const float* d_values, std::size_t n, std::int64_t* d_words,
+                                       void* cuda_stream, AgreementLoads loads);
 
 // How the encode kernel knows the limb width: read from the plan at run time, or as a
 // compile-time constant (one kernel per width 43 … 62), which turns exact::digits_of's
@@ -107,18 +106,25 @@ void launch_exact_encode_with(const float* d_values, const ExactPlanView& plan,
 //     in its last place of the true one, rounded to float unless a float midpoint may lie
 //     that close (the 29 bits below the float's 24 within 8 of the midpoint pattern) or the
 //     result is below 2^-125; those few take the long division (exact_round_kernel.cu).
+//     Means of sums of a few floats are often exact float midpoints (about 3 % at W = 3),
+//     and every one of those takes the long division.
+//   kDividedDouble: for |D| < 2^51, the correctly rounded double quotient D / (W ×
+//     2^(149 − bottom)) converted to float, which is the law's single rounding (no float
+//     rounding boundary lies between that quotient and the true mean: host_exact.cc argues
+//     it for the host's divided mean, the same expression); wider sums as kScreenedDouble.
 // All give the same bits (the tests hold each to host_exact.cc); the benchmark compares them.
 enum class MeanDivision : std::uint8_t {
   kLongDivision,
   kReciprocal,
   kPowerOfTwo,
-  kScreenedDouble
+  kScreenedDouble,
+  kDividedDouble
 };
 inline constexpr MeanDivision kAllMeanDivisions[] = {
     MeanDivision::kLongDivision, MeanDivision::kReciprocal, MeanDivision::kPowerOfTwo,
-    MeanDivision::kScreenedDouble};
+    MeanDivision::kScreenedDouble, MeanDivision::kDividedDouble};
 // What launch_exact_round uses for a world: kPowerOfTwo where W is a power of two (W = 1
-// included), kScreenedDouble otherwise.
+// included), kDividedDouble otherwise.
 MeanDivision default_mean_division(std::uint32_t world);
 bool applies_to(MeanDivision division, std::uint32_t world);
 const char* to_string(MeanDivision division);

@@ -132,6 +132,22 @@ __device__ __forceinline__ std::uint32_t round_one_limb_mean_screened(std::int64
   return float_bits(__double2float_rn(y));
 }
 
+// exact::round_one_limb for a mean, as the correctly rounded double quotient where
+// |D| < 2^51: D and the divisor W × 2^(149 − bottom) are exact doubles, the division rounds
+// the true mean once to 53 bits, and the conversion to float then gives the law's bits (no
+// float rounding boundary lies between the two: host_exact.cc argues it for the host's
+// divided mean, the same expression). Wider sums take the screened quotient.
+__device__ __forceinline__ std::uint32_t round_one_limb_mean_divided(std::int64_t d, int bottom,
+                                                                     std::uint32_t world,
+                                                                     double reciprocal) {
+  constexpr std::int64_t kLimit = std::int64_t{1} << 51;
+  if (d <= -kLimit || d >= kLimit)
+    return round_one_limb_mean_screened(d, bottom, world, reciprocal);
+  const double divisor = static_cast<double>(world) *
+                         __longlong_as_double(static_cast<long long>(149 - bottom + 1023) << 52);
+  return float_bits(__double2float_rn(__ddiv_rn(__ll2double_rn(d), divisor)));
+}
+
 // ---- Launches ----------------------------------------------------------------------------
 
 inline std::uintptr_t address(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }

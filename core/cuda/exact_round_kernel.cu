@@ -25,6 +25,7 @@ using exact_kernel_detail::kThreads;
 using exact_kernel_detail::load_pair;
 using exact_kernel_detail::log2_if_power_of_two;
 using exact_kernel_detail::one_limb_slot;
+using exact_kernel_detail::round_one_limb_mean_divided;
 using exact_kernel_detail::round_one_limb_mean_screened;
 using exact_kernel_detail::round_one_limb_sum;
 using exact_kernel_detail::store_pair;
@@ -58,9 +59,9 @@ struct RoundArgs {
   const std::int64_t* sums;
   ExactPlanView plan;
   float* out;
-  Reciprocal reciprocal;  // of plan.world, for the mean with kReciprocal
-  int log2_world;         // for the mean with kPowerOfTwo
-  double reciprocal_double;  // 1 / plan.world rounded to double, for kScreenedDouble
+  Reciprocal reciprocal;     // of plan.world, for the mean with kReciprocal
+  int log2_world;            // for the mean with kPowerOfTwo
+  double reciprocal_double;  // 1 / plan.world rounded to double, for the screened quotient
 };
 
 template <bool kMean, MeanDivision kDivision>
@@ -70,6 +71,8 @@ __device__ __forceinline__ std::uint32_t round_digit(std::int64_t d, int bottom,
     return round_one_limb_mean(d, bottom, a.reciprocal);
   } else if constexpr (kMean && kDivision == MeanDivision::kScreenedDouble) {
     return round_one_limb_mean_screened(d, bottom, a.plan.world, a.reciprocal_double);
+  } else if constexpr (kMean && kDivision == MeanDivision::kDividedDouble) {
+    return round_one_limb_mean_divided(d, bottom, a.plan.world, a.reciprocal_double);
   } else if constexpr (kMean && kDivision == MeanDivision::kPowerOfTwo) {
     // |D| / 2^k × 2^(bottom − 149) = |D| × 2^(bottom − k − 149), exactly: the sum's rounding.
     return round_one_limb_sum(d, bottom - a.log2_world);
@@ -153,7 +156,7 @@ namespace detail {
 
 MeanDivision default_mean_division(std::uint32_t world) {
   return log2_if_power_of_two(world) >= 0 ? MeanDivision::kPowerOfTwo
-                                           : MeanDivision::kScreenedDouble;
+                                          : MeanDivision::kDividedDouble;
 }
 
 bool applies_to(MeanDivision division, std::uint32_t world) {
@@ -170,6 +173,8 @@ const char* to_string(MeanDivision division) {
       return "power-of-two";
     case MeanDivision::kScreenedDouble:
       return "screened-double";
+    case MeanDivision::kDividedDouble:
+      return "divided-double";
   }
   return "unknown";
 }
@@ -189,7 +194,11 @@ void launch_exact_round_with(const std::int64_t* d_sums, const ExactPlanView& pl
     throw InputError("launch_exact_round: the output overlaps the summed words");
   }
   const bool mean = op == Op::kMean;
-  RoundArgs args{d_sums, plan, d_out, Reciprocal{}, log2_if_power_of_two(plan.world),
+  RoundArgs args{d_sums,
+                 plan,
+                 d_out,
+                 Reciprocal{},
+                 log2_if_power_of_two(plan.world),
                  1.0 / static_cast<double>(plan.world)};
   // W = 1 has no reciprocal below 2^64; its mean is the long division's (one step per digit).
   if (mean && plan.world == 1 && division == MeanDivision::kReciprocal) {
@@ -209,6 +218,8 @@ void launch_exact_round_with(const std::int64_t* d_sums, const ExactPlanView& pl
     launch_one_limb(round_one_limb_kernel<true, MeanDivision::kPowerOfTwo>);
   } else if (division == MeanDivision::kScreenedDouble) {
     launch_one_limb(round_one_limb_kernel<true, MeanDivision::kScreenedDouble>);
+  } else if (division == MeanDivision::kDividedDouble) {
+    launch_one_limb(round_one_limb_kernel<true, MeanDivision::kDividedDouble>);
   } else {
     launch_one_limb(round_one_limb_kernel<true, MeanDivision::kLongDivision>);
   }

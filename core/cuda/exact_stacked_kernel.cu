@@ -48,7 +48,7 @@ using exact_kernel_detail::check_pointer;
 using exact_kernel_detail::grid_for;
 using exact_kernel_detail::kThreads;
 using exact_kernel_detail::log2_if_power_of_two;
-using exact_kernel_detail::round_one_limb_mean_screened;
+using exact_kernel_detail::round_one_limb_mean_divided;
 using exact_kernel_detail::round_one_limb_sum;
 
 // How a thread walks the table (template arguments of the kernel and its helpers): kGroup
@@ -187,7 +187,7 @@ __device__ __noinline__ std::uint32_t rare_element(const float* x, std::size_t s
       d += one_limb_digit(float_bits(x[r * slot_stride]), bottom);
     if (!mean) return round_one_limb_sum(d, bottom);
     if (log2_world >= 0) return round_one_limb_sum(d, bottom - log2_world);
-    return round_one_limb_mean_screened(d, bottom, world, reciprocal);
+    return round_one_limb_mean_divided(d, bottom, world, reciprocal);
   }
   exact::AgreementWords words;
   for (std::uint32_t r = 0; r < world; ++r)

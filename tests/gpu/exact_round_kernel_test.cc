@@ -131,7 +131,7 @@ TEST(ExactKernel, PowerOfTwoMeanIsTheSumRoundedLower) {
   }
   for (std::uint32_t world : {3u, 5u, 6u, 1000u, (1u << 20) - 1}) {
     EXPECT_FALSE(detail::applies_to(MeanDivision::kPowerOfTwo, world));
-    EXPECT_EQ(detail::default_mean_division(world), MeanDivision::kScreenedDouble);
+    EXPECT_EQ(detail::default_mean_division(world), MeanDivision::kDividedDouble);
   }
 }
 
