@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/exact/exact_law.h"
 #include "core/exact/exact_reduction.h"
 #include "core/exact/host_exact.h"
 #include "core/exact/host_vector_targets.h"
@@ -176,6 +177,13 @@ void exact_reduce_stacked_in_double(const float* stacked, std::uint32_t world,
                                     HostIsa isa) {
   if (!host_isa_available(isa)) {
     throw InputError("exact_reduce_stacked_in_double: this CPU or build has no AVX2 loops");
+  }
+  RV_ENFORCE_GE(InputError, world, 1u, "exact_reduce_stacked_in_double: world size");
+  RV_ENFORCE_LE(InputError, world, exact::kMaxWorld,
+                "exact_reduce_stacked_in_double: the largest world is 2^20");
+  if (world > 1) {
+    RV_ENFORCE_GE(InputError, slot_stride, n,
+                  "exact_reduce_stacked_in_double: the slot stride is shorter than a slot");
   }
   if (n == 0) return;
   const StackedLoops& loops = loops_for(isa);

@@ -142,5 +142,17 @@ TEST(ExactStackedInDouble, OtherFloatingPointStatesGiveTheLawsBits) {
   EXPECT_TRUE(detail::host_fp_state_is_ieee());
 }
 
+TEST(ExactStackedInDouble, RejectsBadArguments) {
+  float value = 1.0f;
+  EXPECT_THROW(exact_reduce_stacked_in_double(&value, 0, 1, 1, Op::kSum, &value), InputError);
+  EXPECT_THROW(
+      exact_reduce_stacked_in_double(&value, exact::kMaxWorld + 1, 1, 1, Op::kSum, &value),
+      InputError);
+  std::vector<float> two(2, 1.0f);
+  EXPECT_THROW(exact_reduce_stacked_in_double(two.data(), 2, 1, 2, Op::kSum, two.data()),
+               InputError);  // a stride shorter than a slot
+  EXPECT_NO_THROW(exact_reduce_stacked_in_double(nullptr, 1, 0, 0, Op::kMean, nullptr));
+}
+
 }  // namespace
 }  // namespace rv::test
