@@ -27,8 +27,9 @@ using test::same_bits;
 
 // One-limb blocks with sums across the whole range a world can produce (|D| < W × 2^L) and
 // windows from the bottom of the subnormals to beyond the overflow, for worlds up to 2^20:
-// the mean's reciprocal, screened-double and power-of-two paths against the host's long
-// division on every kind of quotient, float midpoints and their neighbours included.
+// the mean's reciprocal, screened-double, divided-double (both sides of its |D| < 2^51) and
+// power-of-two paths against the host's long division on every kind of quotient, float
+// midpoints and their neighbours included.
 TEST(ExactKernel, RoundsExtremeOneLimbSumsLikeHost) {
   RV_SKIP_WITHOUT_GPU();
   std::mt19937_64 random(20);
