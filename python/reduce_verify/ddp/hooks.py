@@ -61,7 +61,7 @@ def _state_of(state):
 
 
 def _check_bucket(bucket, buffer, index, with_gradients):
-    check_float32(buffer, f"bucket {index}")
+    """`buffer` is a float32 tensor (check_float32 ran first)."""
     # The gradients' devices cost a Python tensor per parameter to read (about 1 µs each), and
     # DDP fixes each bucket's parameters, on one device, when it rebuilds its buckets after
     # the first step: they are read while the layout may still change (the agreement's steps).
@@ -100,6 +100,7 @@ def _reduce_bucket(state, bucket, contract):
     group = state.group()
     buffer = bucket.buffer()
     index = bucket.index()
+    check_float32(buffer, f"bucket {index}")
     step = state.step
     recorder = state.recorder
     recording = recorder is not None and recorder.wants(step)
