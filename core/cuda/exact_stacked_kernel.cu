@@ -5,7 +5,8 @@
 // all-reduce must be told how many int64 words to sum before any is sent. Here every addend
 // is local, so each element can have its own window, found from its own W addends: any
 // window that holds every addend's bits gives the same exact sum. Each thread takes 4
-// consecutive elements at a time and, in one pass over the W slots, keeps per element
+// consecutive elements at a time (8 for worlds of one or two slots) and, in one pass over the
+// W slots, keeps per element
 //   - the sum of the addends in double, from −0 (the identity that leaves an all −0 sum −0),
 //   - the largest |x| and the smallest nonzero |x| as bit patterns (integer max and min).
 // When those two exponents show that every partial sum was exact in double (the window from
@@ -17,28 +18,27 @@
 // at most 2^20 of them), and IEEE double addition already follows the law's special rules:
 // NaN (written canonical) for any NaN or both infinities, else the infinity. The mean is the
 // exact sum scaled by 2^−k for W = 2^k (exact in double) and otherwise the correctly rounded
-// double quotient. The rare rest (windows wider
-// than a double, means below 2^-125) re-reads its W addends once the common results are
-// stored: a window that fits one int64 limb sums W integer digits and rounds them as the
-// round kernel does, any other takes the general law (agreement words, limbs, special word,
-// the 7-word sum) as exact_law.h defines it.
+// double quotient. The rare rest (windows wider than a double, means below 2^-125) re-reads
+// its W addends once the common results are stored: a window that fits one int64 limb sums W
+// integer digits and rounds them as the round kernel does, any other takes the general law
+// (agreement words, limbs, special word, the 7-word sum) as exact_law.h defines it.
 // No thread waits for another, and nothing is held per slot, so worlds of any size take one
 // pass over memory. The bits are those of core/exact/exact_reduction.h's
 // exact_reduce_stacked: each is the correctly rounded value of the same exact sum (or
 // sum / W), however it was built.
 //
-// Measured on the H200 (bench_cuda_exact BM_ExactStacked, docs/DESIGN.md §9): 0.87–1.00 of
-// a copy at W = 2, 3, 4, 6, 8. The int64 version this replaced, which found each window first and
-// then converted and summed the digits (values held in registers up to W = 4, read again
-// above), reached 0.61–0.75.
+// Measured on the H200 (bench_cuda_exact BM_ExactStacked, docs/DESIGN.md §9): 0.86–1.00 of
+// a copy at W = 2, 3, 4, 6, 8. The int64 version this replaced, which found each window
+// first and then converted and summed the digits (values held in registers up to W = 4, read
+// again above), reached 0.61–0.75.
 #include <cmath>
 #include <cstdint>
 
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/exact_kernel.h"
 #include "core/cuda/exact_kernel_detail.h"
-#include "core/error.h"
 #include "core/exact/exact_law.h"
+#include "core/exact/exact_reduction.h"
 
 namespace rv {
 namespace {
@@ -75,7 +75,7 @@ struct StackedArgs {
   int limb_bits;
   int log2_world;            // the mean's exponent shift when W = 2^k
   int log2_world_ceiling;    // ⌈log2 W⌉: the bits a sum of W addends may grow by
-  double reciprocal_double;  // 1 / W rounded to double, for the screened mean
+  double reciprocal_double;  // 1 / W rounded to double, for the rare path's wide-sum mean
   bool vector;               // every slot's element 0 is 16-byte aligned: float4 loads
 };
 
@@ -212,9 +212,10 @@ __device__ __noinline__ std::uint32_t rare_element(const float* x, std::size_t s
 // of two the mean is the correctly rounded double quotient y = sum / W, whose rounding to
 // float is the true mean's (docs/DESIGN.md §2.4: a double quotient of an exact double sum by
 // W < 2^29 falls on a float rounding boundary only when the true mean is that boundary).
-// sum × (1/W rounded) would round twice, and means that are exact float midpoints are common
-// (a sum of a few floats has 25–27 significant bits): rounded the wrong way, they fail the
-// tests.
+// sum × (1/W rounded) would round twice and need a screen for quotients near a float
+// midpoint, and means that are exact midpoints are common (a sum of a few floats has 25–27
+// significant bits): the screen sent them to the law and cost two thirds of the kernel's
+// speed at W = 3.
 template <bool kMean, bool kPowerOfTwo>
 __device__ __forceinline__ bool round_exact_double(double sum, const StackedArgs& a,
                                                    std::uint32_t& result) {
@@ -297,12 +298,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<kGroup>)
 }
 
 // ⌈log2 W⌉.
-int log2_ceiling(std::uint32_t world) {
-  int k = 0;
-  while ((std::uint32_t{1} << k) < world) ++k;
-  return k;
-}
-
 template <int kGroup, std::uint32_t kSlotsInFlight>
 void launch_shape(StackedArgs& args, Op op, void* cuda_stream) {
   args.groups = (args.n + kGroup - 1) / kGroup;
@@ -326,13 +321,7 @@ void launch_exact_reduce_stacked(const float* d_stacked, std::uint32_t world,
                                  std::size_t slot_stride, std::size_t n, Op op, float* d_out,
                                  void* cuda_stream) {
   constexpr const char* kWho = "launch_exact_reduce_stacked";
-  RV_ENFORCE_GE(InputError, world, 1u, "launch_exact_reduce_stacked: world size");
-  RV_ENFORCE_LE(InputError, world, exact::kMaxWorld,
-                "launch_exact_reduce_stacked: the largest world is 2^20");
-  if (world > 1) {
-    RV_ENFORCE_GE(InputError, slot_stride, n,
-                  "launch_exact_reduce_stacked: the slot stride is shorter than a slot");
-  }
+  check_stacked_table(kWho, world, slot_stride, n);
   if (n == 0) return;
   check_pointer(d_stacked, kWho, "the stacked addends");
   check_pointer(d_out, kWho, "the output");
@@ -345,7 +334,7 @@ void launch_exact_reduce_stacked(const float* d_stacked, std::uint32_t world,
                    world,
                    exact::limb_bits(world),
                    log2_if_power_of_two(world),
-                   log2_ceiling(world),
+                   exact::log2_ceiling(world),
                    1.0 / static_cast<double>(world),
                    address(d_stacked) % 16 == 0 && (world == 1 || slot_stride % 4 == 0)};
   if (world <= 2) {

@@ -79,11 +79,16 @@ RV_HD int bottom_position(const Magnitude& m) {
   return m.shift + count_trailing_zeros32(m.significand);
 }
 
+// ⌈log2 W⌉: the bits a sum of W addends may grow by.
+RV_HD int log2_ceiling(std::uint32_t world) {
+  int k = 0;
+  while ((std::uint64_t{1} << k) < world) ++k;
+  return k;
+}
+
 // The bits a limb carries: digits |d| < 2^L summed over W ranks stay below W × 2^L ≤ 2^63.
 RV_HD int limb_bits(std::uint32_t world) {
-  int log2_ceil = 0;
-  while ((std::uint64_t{1} << log2_ceil) < world) ++log2_ceil;
-  const int bits = 63 - log2_ceil;
+  const int bits = 63 - log2_ceiling(world);
   return bits > 62 ? 62 : bits;
 }
 

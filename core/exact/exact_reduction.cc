@@ -1,6 +1,7 @@
 #include "core/exact/exact_reduction.h"
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include "core/error.h"
@@ -39,6 +40,17 @@ void exact_reduce_stacked(const float* stacked, std::uint32_t world, std::size_t
       for (std::size_t i = 0; i < plan.words; ++i) sums[i] += digits[i];
     }
     exact_round(sums.data(), plan, op, out + begin);
+  }
+}
+
+void check_stacked_table(const char* who, std::uint32_t world, std::size_t slot_stride,
+                         std::size_t n) {
+  RV_ENFORCE_GE(InputError, world, 1u, std::string(who) + ": world size");
+  RV_ENFORCE_LE(InputError, world, exact::kMaxWorld,
+                std::string(who) + ": the largest world is 2^20");
+  if (world > 1) {
+    RV_ENFORCE_GE(InputError, slot_stride, n,
+                  std::string(who) + ": the slot stride is shorter than a slot");
   }
 }
 

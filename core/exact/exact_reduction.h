@@ -19,6 +19,12 @@ namespace rv {
 void exact_reduce_stacked(const float* stacked, std::uint32_t world, std::size_t slot_stride,
                           std::size_t n, Op op, float* out);
 
+// Throws InputError naming `who` unless 1 ≤ world ≤ 2^20 and, for W > 1, slot_stride ≥ n:
+// the arguments every stacked reduction (this one, the host's in double, the GPU kernel)
+// takes.
+void check_stacked_table(const char* who, std::uint32_t world, std::size_t slot_stride,
+                         std::size_t n);
+
 // The straight reference: per element, the W addends' integers k added at their own bit
 // positions into one wide accumulator (no windows, no limbs), the specials counted, rounded.
 std::vector<float> reference_exact(const std::vector<std::vector<float>>& arenas, Op op);

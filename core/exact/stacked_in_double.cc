@@ -154,12 +154,6 @@ const StackedLoops& loops_for(detail::HostIsa isa) {
   return kBaselineLoops;
 }
 
-int log2_ceiling(std::uint32_t world) {
-  int k = 0;
-  while ((std::uint32_t{1} << k) < world) ++k;
-  return k;
-}
-
 }  // namespace
 
 void exact_reduce_stacked_in_double(const float* stacked, std::uint32_t world,
@@ -178,20 +172,14 @@ void exact_reduce_stacked_in_double(const float* stacked, std::uint32_t world,
   if (!host_isa_available(isa)) {
     throw InputError("exact_reduce_stacked_in_double: this CPU or build has no AVX2 loops");
   }
-  RV_ENFORCE_GE(InputError, world, 1u, "exact_reduce_stacked_in_double: world size");
-  RV_ENFORCE_LE(InputError, world, exact::kMaxWorld,
-                "exact_reduce_stacked_in_double: the largest world is 2^20");
-  if (world > 1) {
-    RV_ENFORCE_GE(InputError, slot_stride, n,
-                  "exact_reduce_stacked_in_double: the slot stride is shorter than a slot");
-  }
+  check_stacked_table("exact_reduce_stacked_in_double", world, slot_stride, n);
   if (n == 0) return;
   const StackedLoops& loops = loops_for(isa);
   if (!host_fp_state_is_ieee()) {
     exact_reduce_stacked(stacked, world, slot_stride, n, op, out);
     return;
   }
-  const int k = log2_ceiling(world);
+  const int k = exact::log2_ceiling(world);
   const bool power_of_two = (std::uint32_t{1} << k) == world;
   const Rounding rounding = op == Op::kSum ? Rounding::kSum
                             : power_of_two ? Rounding::kScaledMean

@@ -1,9 +1,9 @@
 // The stacked kernel (launch_exact_reduce_stacked) against core/exact/exact_reduction.h's
 // exact_reduce_stacked, bit for bit: every distribution, W from 1 to 2^20, lengths around the
-// block size, both ops, slots packed and padded to odd
-// strides (so their float2 loads fall back to scalar ones), into a separate output with guard words
-// and in place into slot 0; and blocks that mix specials, subnormals, overflow and cancellation
-// with ordinary values.
+// block size, both ops, slots packed and padded to odd strides (so their float4 loads fall
+// back to scalar ones), into a separate output with guard words and in place into slot 0;
+// blocks that mix specials, subnormals, overflow and cancellation with ordinary values; and
+// sums beside float midpoints whose windows outgrow a double.
 #include <gtest/gtest.h>
 
 #include <cmath>
