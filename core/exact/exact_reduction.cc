@@ -12,6 +12,7 @@ namespace rv {
 
 void exact_reduce_stacked(const float* stacked, std::uint32_t world, std::size_t slot_stride,
                           std::size_t n, Op op, float* out) {
+  check_stacked_table("exact_reduce_stacked", world, slot_stride, n);
   // In chunks of whole window blocks: a block's window depends on that block's values alone,
   // so a chunk's plan is the whole arena's restricted to the chunk, and its digits (at most
   // 8 words an element) stay in the caches from the encode through the sums to the rounding.
