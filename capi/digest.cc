@@ -1,11 +1,11 @@
-// The digest of the C ABI: verify/golden/digest.h's, so the Python package prints what
+// The digest of the C ABI: core/digest/digest.h's, so the Python package prints what
 // `reduce-verify digest` prints for the same bytes.
 #include <cstring>
 #include <string>
 
 #include "capi/last_error.h"
 #include "capi/reduce_verify_c.h"
-#include "verify/golden/digest.h"
+#include "core/digest/digest.h"
 
 extern "C" rv_status rv_digest_floats(const float* values, size_t count, char* hex_out) {
   return rv::capi::guarded("rv_digest_floats", [&] {

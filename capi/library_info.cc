@@ -3,8 +3,8 @@
 #include <string>
 
 #include "capi/reduce_verify_c.h"
-#include "verify/golden/digest.h"
-#include "verify/golden/fingerprint.h"
+#include "core/build_info/build_info.h"
+#include "core/digest/digest.h"
 
 extern "C" int rv_api_version(void) { return RV_C_API_VERSION; }
 
@@ -18,7 +18,7 @@ extern "C" int rv_built_with_cuda(void) {
 
 extern "C" const char* rv_library_info(void) {
   static const std::string info =
-      rv::tool_identity() + ", C API " + std::to_string(RV_C_API_VERSION) + ", CUDA " +
+      rv::build_info::tool_identity() + ", C API " + std::to_string(RV_C_API_VERSION) + ", CUDA " +
       (rv_built_with_cuda() ? "yes" : "no") + ", " + rv::xxhash_version();
   return info.c_str();
 }

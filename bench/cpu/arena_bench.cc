@@ -8,7 +8,7 @@
 #include "core/arena.h"
 #include "core/case_reduction.h"
 #include "core/emulated_world.h"
-#include "verify/golden/digest.h"
+#include "core/digest/digest.h"
 
 namespace rv {
 namespace {

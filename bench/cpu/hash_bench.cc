@@ -1,11 +1,11 @@
-// XXH3-128 digests of arenas (verify/golden/digest.h), in bytes/s: what every check and run line
+// XXH3-128 digests of arenas (core/digest/digest.h), in bytes/s: what every check and run line
 // pays once per reduced arena.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
 #include <vector>
 
-#include "verify/golden/digest.h"
+#include "core/digest/digest.h"
 
 namespace rv {
 namespace {

@@ -12,7 +12,7 @@
 
 #include "core/error.h"
 #include "core/fold_law.h"
-#include "verify/golden/digest.h"
+#include "core/digest/digest.h"
 
 namespace rv {
 namespace {

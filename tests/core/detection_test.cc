@@ -15,7 +15,7 @@
 #include "core/case_reduction.h"
 #include "core/fold_law.h"
 #include "core/shard_plan.h"
-#include "verify/golden/digest.h"
+#include "core/digest/digest.h"
 #include "verify/golden/golden_file.h"
 
 namespace rv {

@@ -10,7 +10,7 @@
 #include "verify/cli/parallel.h"
 #include "verify/common/exit_codes.h"
 #include "verify/common/progress.h"
-#include "verify/golden/digest.h"
+#include "core/digest/digest.h"
 #include "verify/golden/golden_file.h"
 
 namespace rv {

@@ -14,7 +14,7 @@
 #include "verify/common/exit_codes.h"
 #include "verify/common/file_io.h"
 #include "verify/golden/case_matrix.h"
-#include "verify/golden/digest.h"
+#include "core/digest/digest.h"
 #include "verify/golden/golden_file.h"
 #include "verify/golden/raw_inputs.h"
 

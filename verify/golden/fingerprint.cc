@@ -6,8 +6,8 @@
 #include <thread>
 
 #include "core/fp_environment.h"
-#include "verify/golden/build_info.h"
-#include "verify/golden/digest.h"
+#include "core/build_info/build_info.h"
+#include "core/digest/digest.h"
 
 namespace rv {
 
@@ -60,10 +60,7 @@ std::string compiler() {
 
 }  // namespace
 
-std::string tool_identity() {
-  return std::string("reduce-verify ") + build_info::kToolVersion + " (commit " +
-         build_info::kGitCommit + ")";
-}
+std::string tool_identity() { return build_info::tool_identity(); }
 
 Fingerprint host_fingerprint() {
   Fingerprint fp;

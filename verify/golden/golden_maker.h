@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "core/case_id.h"
-#include "verify/golden/digest.h"
+#include "core/digest/digest.h"
 
 namespace rv {
 

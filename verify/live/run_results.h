@@ -12,7 +12,7 @@
 
 #include "core/case_id.h"
 #include "verify/golden/accuracy.h"
-#include "verify/golden/digest.h"
+#include "core/digest/digest.h"
 
 namespace rv {
 

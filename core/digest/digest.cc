@@ -1,4 +1,4 @@
-#include "verify/golden/digest.h"
+#include "core/digest/digest.h"
 
 #define XXH_INLINE_ALL  // header-only: the binary needs no libxxhash at run time
 #include <xxhash.h>
