@@ -38,12 +38,12 @@ GlooRanks::GlooRanks(std::uint32_t world) : threads_(world) {
     context->connectFullMesh(ring_store, device);
     rank.ring_context = std::move(context);
   });
-  test::expect_no_errors(connected.ranks);
+  in_process::expect_no_errors(connected.ranks);
 }
 
 double GlooRanks::run(const std::function<void(Rank&)>& step) {
   const auto outcome = threads_.run([&](std::uint32_t r) { step(*ranks_[r]); });
-  test::expect_no_errors(outcome.ranks);
+  in_process::expect_no_errors(outcome.ranks);
   return outcome.seconds;
 }
 

@@ -1,4 +1,4 @@
-// The benchmark's ranks: W rank threads of this process (tests/thread_world/rank_threads.h),
+// The benchmark's ranks: W rank threads of this process (core/transport/in_process/rank_threads.h),
 // each with its own Gloo TCP device over loopback, holding two connections to the other
 // ranks: our Gloo transport (for the fixed-order and exact reducers and library_sum) and a
 // bare Gloo context (for Gloo's ring allreduce as it ships, with nothing of ours around it).
@@ -14,7 +14,7 @@
 #include "core/reducer/exact_reducer.h"
 #include "core/reducer/fixed_order_reducer.h"
 #include "core/transport/transport.h"
-#include "tests/thread_world/rank_threads.h"
+#include "core/transport/in_process/rank_threads.h"
 
 namespace gloo {
 class Context;
@@ -43,7 +43,7 @@ class GlooRanks {
 
  private:
   std::vector<std::unique_ptr<Rank>> ranks_;
-  test::RankThreads threads_;  // declared last: joined before the ranks' connections close
+  in_process::RankThreads threads_;  // declared last: joined before the ranks' connections close
 };
 
 // Gloo's ring allreduce (the new-style API, Gloo's own element sum) of n floats, in place.

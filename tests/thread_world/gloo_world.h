@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/transport/transport.h"
-#include "tests/thread_world/rank_threads.h"
+#include "tests/thread_world/harness_names.h"
 
 namespace gloo {
 namespace rendezvous {

@@ -1,7 +1,7 @@
 #include "tests/thread_world/world_transport.h"
 
 #include "core/error.h"
-#include "tests/thread_world/in_process_world.h"
+#include "core/transport/in_process/in_process_world.h"
 #if defined(RV_HAVE_GLOO)
 #include "tests/thread_world/gloo_world.h"
 #endif
@@ -30,7 +30,7 @@ std::vector<RankOutcome> run_ranks_over(WorldTransport transport, std::uint32_t 
     throw InputError("this build has no gloo transport");
 #endif
   }
-  InProcessWorld shared(world, timeout);
+  in_process::InProcessWorld shared(world, timeout);
   RankThreads threads(world);
   return threads
       .run([&](std::uint32_t rank) {

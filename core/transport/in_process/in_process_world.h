@@ -22,7 +22,7 @@
 
 #include "core/transport/transport.h"
 
-namespace rv::test {
+namespace rv::in_process {
 
 class InProcessWorld {
  public:
@@ -52,4 +52,4 @@ class InProcessWorld {
   std::uint32_t arrived_count_ = 0;
 };
 
-}  // namespace rv::test
+}  // namespace rv::in_process

@@ -1,4 +1,4 @@
-#include "tests/thread_world/in_process_world.h"
+#include "core/transport/in_process/in_process_world.h"
 
 #include <algorithm>
 #include <cstring>
@@ -7,7 +7,7 @@
 #include "core/deadline.h"
 #include "core/error.h"
 
-namespace rv::test {
+namespace rv::in_process {
 namespace {
 
 // What a rank brings to a byte-moving collective.
@@ -215,4 +215,4 @@ void InProcessWorld::leave(std::uint32_t rank) {
   cv_.notify_all();
 }
 
-}  // namespace rv::test
+}  // namespace rv::in_process

@@ -1,8 +1,8 @@
-#include "tests/thread_world/rank_threads.h"
+#include "core/transport/in_process/rank_threads.h"
 
 #include <stdexcept>
 
-namespace rv::test {
+namespace rv::in_process {
 
 RankThreads::RankThreads(std::uint32_t world) {
   for (std::uint32_t r = 0; r < world; ++r) threads_.emplace_back([this, r] { serve(r); });
@@ -87,4 +87,4 @@ void Latch::wait() {
   cv_.wait(lock, [&] { return count_ == 0; });
 }
 
-}  // namespace rv::test
+}  // namespace rv::in_process

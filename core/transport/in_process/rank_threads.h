@@ -1,5 +1,5 @@
-// Thread-per-rank worlds for the tests and the benchmarks, in the manner of Gloo's own
-// base_test.h: W threads of this process, one per rank, that stay up between steps.
+// Ranks as threads of one process, in the manner of Gloo's own base_test.h: W threads, one
+// per rank, that stay up between steps (the tests and the benchmarks run worlds on them).
 // run(step) releases them together and waits for all of them, so a test runs collective code
 // on every rank at once and a benchmark times only the step (threads of one process share the
 // cores exactly as W processes on this box would).
@@ -17,9 +17,7 @@
 #include <thread>
 #include <vector>
 
-namespace rv::test {
-
-using namespace std::chrono_literals;
+namespace rv::in_process {
 
 // What one rank's thread ended a step with: the exception it threw (null if none) and how
 // long its step ran.
@@ -90,4 +88,4 @@ class Latch {
   std::size_t count_;
 };
 
-}  // namespace rv::test
+}  // namespace rv::in_process
