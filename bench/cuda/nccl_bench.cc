@@ -30,7 +30,7 @@
 #include "core/arena.h"
 #include "core/cuda/cuda_fold_device.h"
 #include "core/cuda/device_info.h"
-#include "core/cuda/nccl_transport.h"
+#include "core/transport/nccl/nccl_transport.h"
 #include "core/error.h"
 #include "core/launch/job_directory.h"
 #include "core/launch/launcher_env.h"

@@ -1,7 +1,7 @@
 // Loading NCCL at run time, on any box (no GPU needed): a missing file and a library that is
 // not NCCL are named errors, the version floor holds, and a real NCCL (when this box has
 // one on the loader's path) reports its version and the file it came from.
-#include "core/cuda/nccl_library.h"
+#include "core/transport/nccl/nccl_library.h"
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,7 @@
 // finalizes; a world whose second rank never arrives ends in a named DeadlineExceeded within
 // its deadline, never a hang. Runs against whichever libnccl.so.2 the loader finds
 // (LD_LIBRARY_PATH picks it: ci/device/run-on-h200.sh runs this under each NCCL).
-#include "core/cuda/nccl_transport.h"
+#include "core/transport/nccl/nccl_transport.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // The NCCL id's trip through the job directory: the record round-trips, malformed ones are
 // rejected, a reader finds rank 0's record, ignores another launch's, refuses a world that
 // differs, and ends with a DeadlineExceeded when no record comes.
-#include "core/cuda/nccl_unique_id.h"
+#include "core/transport/nccl/nccl_unique_id.h"
 
 #include <gtest/gtest.h>
 

@@ -15,8 +15,8 @@
 #include "core/cuda/cuda_exact_device.h"
 #include "core/cuda/cuda_fold_device.h"
 #include "core/cuda/device_info.h"
-#include "core/cuda/nccl_library.h"
-#include "core/cuda/nccl_transport.h"
+#include "core/transport/nccl/nccl_library.h"
+#include "core/transport/nccl/nccl_transport.h"
 #endif
 
 namespace rv {

@@ -1,4 +1,4 @@
-#include "core/cuda/nccl_library.h"
+#include "core/transport/nccl/nccl_library.h"
 
 #include <dlfcn.h>
 
@@ -7,7 +7,7 @@
 #include <memory>
 #include <mutex>
 
-#include "core/cuda/nccl_api.h"
+#include "core/transport/nccl/nccl_api.h"
 #include "core/error.h"
 
 namespace rv {

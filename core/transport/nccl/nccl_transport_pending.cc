@@ -14,7 +14,7 @@
 #include <string>
 
 #include "core/cuda/cuda_check.h"
-#include "core/cuda/nccl_transport_detail.h"
+#include "core/transport/nccl/nccl_transport_detail.h"
 #include "core/deadline.h"
 #include "core/error.h"
 

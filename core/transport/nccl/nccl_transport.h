@@ -27,7 +27,7 @@
 #include <memory>
 #include <string>
 
-#include "core/cuda/nccl_library.h"
+#include "core/transport/nccl/nccl_library.h"
 #include "core/transport/transport.h"
 
 namespace rv {

@@ -1,7 +1,7 @@
 // The NCCL transport's lifecycle: connect_nccl, joining the world (the unique id, init),
 // the watchdog every call waits under, failure and abort, finalize. The collectives are in
 // nccl_transport_collectives.cc, the class in nccl_transport_detail.h.
-#include "core/cuda/nccl_transport.h"
+#include "core/transport/nccl/nccl_transport.h"
 
 #include <algorithm>
 #include <cstring>
@@ -11,9 +11,9 @@
 #include <utility>
 
 #include "core/cuda/cuda_check.h"
-#include "core/cuda/nccl_api.h"
-#include "core/cuda/nccl_transport_detail.h"
-#include "core/cuda/nccl_unique_id.h"
+#include "core/transport/nccl/nccl_api.h"
+#include "core/transport/nccl/nccl_transport_detail.h"
+#include "core/transport/nccl/nccl_unique_id.h"
 #include "core/deadline.h"
 #include "core/error.h"
 

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "core/cuda/cuda_check.h"
-#include "core/cuda/nccl_api.h"
-#include "core/cuda/nccl_transport_detail.h"
+#include "core/transport/nccl/nccl_api.h"
+#include "core/transport/nccl/nccl_transport_detail.h"
 #include "core/deadline.h"
 #include "core/error.h"
 

@@ -1,4 +1,4 @@
-#include "core/cuda/nccl_unique_id.h"
+#include "core/transport/nccl/nccl_unique_id.h"
 
 #include <unistd.h>
 

@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "core/cuda/cuda_check.h"
-#include "core/cuda/nccl_api.h"
-#include "core/cuda/nccl_library.h"
-#include "core/cuda/nccl_transport.h"
+#include "core/transport/nccl/nccl_api.h"
+#include "core/transport/nccl/nccl_library.h"
+#include "core/transport/nccl/nccl_transport.h"
 #include "core/deadline.h"
 #include "core/transport/transport.h"
 
