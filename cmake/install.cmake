@@ -1,0 +1,41 @@
+# The installed package: the core libraries and their headers, and an exported CMake package
+# (reduce_verifyConfig.cmake) so that a trainer's project does
+#   find_package(reduce_verify REQUIRED)
+#   target_link_libraries(trainer PRIVATE reduce_verify::core)
+# The tool (reduce-verify), its libraries (CLI11, JSON) and the C ABI are not part of it.
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+set(rv_package_dir ${CMAKE_INSTALL_LIBDIR}/cmake/reduce_verify)
+set(rv_exported_targets rv_build_rules rv_exact rv_core rv_digest)
+# The optional parts this build has, each a namespaced target of the package.
+foreach(part rv_reducer rv_launch rv_in_process rv_gloo rv_cuda rv_nccl)
+  if(TARGET ${part})
+    list(APPEND rv_exported_targets ${part})
+  endif()
+endforeach()
+
+install(TARGETS ${rv_exported_targets}
+        EXPORT reduce_verify_targets
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/reduce_verify)
+# Headers keep their repository paths ("core/fold.h"), as the code includes them.
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/core
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/reduce_verify
+        FILES_MATCHING PATTERN "*.h")
+install(FILES ${PROJECT_BINARY_DIR}/core/build_info/generated/core/build_info/build_info.h
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/reduce_verify/core/build_info)
+install(EXPORT reduce_verify_targets
+        NAMESPACE reduce_verify::
+        DESTINATION ${rv_package_dir})
+
+set(RV_PACKAGE_HAS_CUDA ${RV_WITH_CUDA})
+configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/reduce_verifyConfig.cmake.in
+                              ${PROJECT_BINARY_DIR}/reduce_verifyConfig.cmake
+                              INSTALL_DESTINATION ${rv_package_dir})
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/reduce_verifyConfigVersion.cmake
+                                 COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/reduce_verifyConfig.cmake
+              ${PROJECT_BINARY_DIR}/reduce_verifyConfigVersion.cmake
+        DESTINATION ${rv_package_dir})
