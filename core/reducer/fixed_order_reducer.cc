@@ -1,7 +1,6 @@
 #include "core/reducer/fixed_order_reducer.h"
 
 #include <cstdint>
-#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -67,7 +66,7 @@ ExchangePlan distribute_from_owners(float* arena, const std::vector<Shard>& plan
 
 FixedOrderOptions FixedOrderOptions::for_device(const FoldDevice& device) {
   FixedOrderOptions options;
-  if (std::strcmp(device.name(), host_fold_device().name()) == 0) {
+  if (device.kind() == FoldDeviceKind::kHost) {
     options.piece_table_bytes = std::size_t{16} << 20;
     options.own_slot_in_place = true;
   } else {

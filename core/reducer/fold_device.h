@@ -10,11 +10,17 @@
 
 namespace rv {
 
+// Where a device's memory and fold are. The reducers' defaults follow it
+// (FixedOrderOptions::for_device): the host folds in cache-sized pieces and in place, a GPU in
+// large pieces from a stacked table.
+enum class FoldDeviceKind { kHost, kGpu };
+
 class FoldDevice {
  public:
   virtual ~FoldDevice() = default;
-  // "cpu" or e.g. "cuda:0 NVIDIA H200"
+  // "cpu" or e.g. "cuda:0 NVIDIA H200": for messages and reports only.
   virtual const char* name() const = 0;
+  virtual FoldDeviceKind kind() const = 0;
   // Scratch of n floats in this device's memory (never null, even for n = 0); freed by free.
   virtual float* allocate(std::size_t n) = 0;
   virtual void free(float* p) = 0;

@@ -13,6 +13,7 @@ namespace {
 class HostFoldDevice final : public FoldDevice {
  public:
   const char* name() const override { return "cpu"; }
+  FoldDeviceKind kind() const override { return FoldDeviceKind::kHost; }
   float* allocate(std::size_t n) override {
     // 64-byte alignment for vector loads; at least one element so the pointer is real.
     const std::size_t bytes = ((n ? n : 1) * sizeof(float) + 63) / 64 * 64;

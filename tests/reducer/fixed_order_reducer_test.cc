@@ -143,6 +143,8 @@ class ArrivalOrderFoldDevice final : public FoldDevice {
  public:
   explicit ArrivalOrderFoldDevice(std::uint32_t owner) : owner_(owner) {}
   const char* name() const override { return "cpu (arrival order)"; }
+  // Host memory, but a stacked-only fold: the reducer's GPU defaults (no fold in place).
+  FoldDeviceKind kind() const override { return FoldDeviceKind::kGpu; }
   float* allocate(std::size_t n) override { return host().allocate(n); }
   void free(float* p) override { host().free(p); }
   void copy(void* dst, const void* src, std::size_t bytes) override {
