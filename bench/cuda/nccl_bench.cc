@@ -32,8 +32,8 @@
 #include "core/cuda/device_info.h"
 #include "core/transport/nccl/nccl_transport.h"
 #include "core/error.h"
-#include "core/launch/job_directory.h"
-#include "core/launch/launcher_env.h"
+#include "core/rendezvous/job_directory.h"
+#include "core/rendezvous/launcher_env.h"
 #include "core/reducer/fixed_order_reducer.h"
 
 namespace rv {

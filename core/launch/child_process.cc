@@ -14,7 +14,7 @@
 #include <utility>
 
 #include "core/error.h"
-#include "core/launch/launcher_env.h"
+#include "core/rendezvous/launcher_env.h"
 #include "core/launch/signal_pipe.h"
 
 extern char** environ;

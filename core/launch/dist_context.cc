@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "core/error.h"
-#include "core/launch/file_barrier.h"
+#include "core/rendezvous/file_barrier.h"
 #include "core/reducer/agreement.h"
 #include "core/reducer/exact_reducer.h"
 #include "core/reducer/fixed_order_reducer.h"

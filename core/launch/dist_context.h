@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "core/contract.h"
-#include "core/launch/job_directory.h"
-#include "core/launch/launcher_env.h"
+#include "core/rendezvous/job_directory.h"
+#include "core/rendezvous/launcher_env.h"
 #include "core/reducer/exact_device.h"
 #include "core/reducer/fold_device.h"
 #include "core/seed_law.h"

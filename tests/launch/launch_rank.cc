@@ -13,9 +13,9 @@
 #include <string>
 
 #include "core/error.h"
-#include "core/launch/file_barrier.h"
-#include "core/launch/job_directory.h"
-#include "core/launch/launcher_env.h"
+#include "core/rendezvous/file_barrier.h"
+#include "core/rendezvous/job_directory.h"
+#include "core/rendezvous/launcher_env.h"
 
 int main(int argc, char** argv) {
   if (argc != 2 && argc != 5) return 100;

@@ -21,7 +21,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "core/launch/atomic_file.h"
+#include "core/rendezvous/atomic_file.h"
 #include "tests/support/scratch_dir.h"
 
 namespace rv {

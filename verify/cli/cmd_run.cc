@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 #include "core/fp_environment.h"
-#include "core/launch/launcher_env.h"
+#include "core/rendezvous/launcher_env.h"
 #include "verify/cli/commands.h"
 #include "verify/live/rank_worker.h"
 #include "verify/live/supervised_run.h"

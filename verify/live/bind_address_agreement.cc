@@ -5,7 +5,7 @@
 
 #include "core/deadline.h"
 #include "core/error.h"
-#include "core/launch/atomic_file.h"
+#include "core/rendezvous/atomic_file.h"
 
 namespace rv {
 namespace {

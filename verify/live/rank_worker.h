@@ -3,7 +3,7 @@
 // and hands its digests to rank 0 through the job directory; rank 0 decides the verdicts.
 #pragma once
 
-#include "core/launch/launcher_env.h"
+#include "core/rendezvous/launcher_env.h"
 #include "verify/live/run_plan.h"
 
 namespace rv {

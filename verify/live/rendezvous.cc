@@ -1,7 +1,7 @@
 #include "verify/live/rendezvous.h"
 
 #include "core/error.h"
-#include "core/launch/job_directory.h"
+#include "core/rendezvous/job_directory.h"
 
 namespace rv {
 namespace {

@@ -1,5 +1,5 @@
 // Where a live world rendezvouses: the root folder and the per-launch job id that name its
-// job directory (core/launch/job_directory.h). The supervisor hands them to the ranks it
+// job directory (core/rendezvous/job_directory.h). The supervisor hands them to the ranks it
 // spawns through their environment, and a rank under an external launcher finds them the
 // same way (options first, then the environment), so both sides resolve them here.
 #pragma once
@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/launch/launcher_env.h"
+#include "core/rendezvous/launcher_env.h"
 #include "verify/live/run_plan.h"
 
 namespace rv {

@@ -8,7 +8,7 @@
 #include <iostream>
 
 #include "core/error.h"
-#include "core/launch/launcher_env.h"
+#include "core/rendezvous/launcher_env.h"
 #include "core/launch/supervisor.h"
 #include "verify/common/exit_codes.h"
 #include "verify/common/file_io.h"

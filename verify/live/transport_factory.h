@@ -7,8 +7,8 @@
 #include <memory>
 #include <string>
 
-#include "core/launch/job_directory.h"
-#include "core/launch/launcher_env.h"
+#include "core/rendezvous/job_directory.h"
+#include "core/rendezvous/launcher_env.h"
 #include "core/reducer/exact_device.h"
 #include "core/reducer/fold_device.h"
 #include "core/transport/transport.h"

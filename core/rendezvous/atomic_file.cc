@@ -1,4 +1,4 @@
-#include "core/launch/atomic_file.h"
+#include "core/rendezvous/atomic_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

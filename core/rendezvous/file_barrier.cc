@@ -1,4 +1,4 @@
-#include "core/launch/file_barrier.h"
+#include "core/rendezvous/file_barrier.h"
 
 #include <sys/stat.h>
 
@@ -10,7 +10,7 @@
 
 #include "core/deadline.h"
 #include "core/error.h"
-#include "core/launch/atomic_file.h"
+#include "core/rendezvous/atomic_file.h"
 
 namespace rv {
 namespace {

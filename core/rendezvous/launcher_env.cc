@@ -1,4 +1,4 @@
-#include "core/launch/launcher_env.h"
+#include "core/rendezvous/launcher_env.h"
 
 #include <array>
 #include <cstdlib>

@@ -1,6 +1,6 @@
 // The launcher variable chains, their precedence and their refusals; job ids and the
 // rendezvous root.
-#include "core/launch/launcher_env.h"
+#include "core/rendezvous/launcher_env.h"
 
 #include <cstdlib>
 #include <string>

@@ -1,7 +1,7 @@
 // The file barrier: no rank leaves generation g before every rank has arrived at it, over
 // threads and over processes; a missing or dead rank becomes a DeadlineExceeded naming it,
 // within the timeout and a little.
-#include "core/launch/file_barrier.h"
+#include "core/rendezvous/file_barrier.h"
 
 #include <dirent.h>
 #include <sys/wait.h>

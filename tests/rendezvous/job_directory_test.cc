@@ -1,6 +1,6 @@
 // The job directory rendezvous: a fresh world opens on every rank; a reused, stale, closed
 // or mismatched directory never lets a world start, and every refusal is prompt and named.
-#include "core/launch/job_directory.h"
+#include "core/rendezvous/job_directory.h"
 
 #include <signal.h>
 #include <sys/stat.h>
@@ -17,8 +17,8 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "core/launch/atomic_file.h"
-#include "core/launch/launcher_env.h"
+#include "core/rendezvous/atomic_file.h"
+#include "core/rendezvous/launcher_env.h"
 #include "tests/support/scratch_dir.h"
 
 namespace rv {

@@ -1,4 +1,4 @@
-#include "core/launch/job_directory.h"
+#include "core/rendezvous/job_directory.h"
 
 #include <sys/random.h>
 #include <unistd.h>
@@ -13,8 +13,8 @@
 
 #include "core/deadline.h"
 #include "core/error.h"
-#include "core/launch/atomic_file.h"
-#include "core/launch/launcher_env.h"
+#include "core/rendezvous/atomic_file.h"
+#include "core/rendezvous/launcher_env.h"
 
 namespace rv {
 namespace {
