@@ -9,7 +9,7 @@
 #if defined(RV_HAVE_GLOO)
 #include "core/transport/gloo/gloo_transport.h"
 #include "core/transport/gloo/host_interfaces.h"
-#include "verify/live/bind_address_agreement.h"
+#include "core/transport/gloo/bind_address_agreement.h"
 #endif
 #if defined(RV_HAVE_CUDA)
 #include "core/cuda/cuda_exact_device.h"

@@ -33,7 +33,7 @@ struct RankTransport {
 };
 
 // `hostname` is the address gloo binds, or kAutoHostname: the ranks agree on one per rank
-// through the job directory (verify/live/bind_address_agreement.h).
+// through the job directory (core/transport/gloo/bind_address_agreement.h).
 RankTransport connect_rank_transport(const std::string& transport, const JobDirectory& job,
                                      const LaunchRank& launch, std::chrono::milliseconds timeout,
                                      const std::string& hostname);

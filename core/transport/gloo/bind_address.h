@@ -2,7 +2,7 @@
 // the pure choice, from every rank's published place and IPv4 addresses, with no sockets and
 // no files, so that it is tested alone (tests/transport/bind_address_test.cc). Collecting a
 // rank's own candidates is host_interfaces.h; exchanging them is the job directory step
-// (verify/live/bind_address_agreement.h).
+// (core/transport/gloo/bind_address_agreement.h).
 //
 // The rule, the same on every rank because every rank reads the same records:
 // - every rank in one place (one network namespace of one machine) → 127.0.0.1: the loopback

@@ -1,4 +1,4 @@
-#include "verify/live/bind_address_agreement.h"
+#include "core/transport/gloo/bind_address_agreement.h"
 
 #include <sstream>
 #include <vector>

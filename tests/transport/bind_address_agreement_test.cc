@@ -1,7 +1,7 @@
 // `run --hostname auto`: the ranks' agreement on their bind addresses through a shared folder
-// (verify/live/bind_address_agreement.h), a thread per rank; the places and addresses are
+// (core/transport/gloo/bind_address_agreement.h), a thread per rank; the places and addresses are
 // given, so worlds that span hosts are played on one.
-#include "verify/live/bind_address_agreement.h"
+#include "core/transport/gloo/bind_address_agreement.h"
 
 #include <gtest/gtest.h>
 
