@@ -19,7 +19,7 @@ std::vector<PlannedCase> committed_cases(const std::vector<std::uint32_t>& world
                                          const std::vector<Distribution>& dists,
                                          std::uint64_t seed) {
   RunOptions options;
-  options.contract = "all";
+  options.contract = ContractSelection::kAll;
   options.golden_files = {RV_SOURCE_DIR "/golden/fixed-order.xxh128",
                           RV_SOURCE_DIR "/golden/exact.xxh128"};
   for (std::uint32_t world : worlds) {
@@ -66,7 +66,7 @@ std::vector<GateOutcome> run_gate_with_fault(WorldTransport transport, Mutant mu
   const std::uint32_t world = cases.front().id.world;
   const FaultPlan plan{mutant, site, world - 1};
   RunOptions options;
-  options.contract = std::string(to_string(contract));
+  options.contract = selection_of(contract);
   std::vector<FaultMemory> memory(world);
   std::vector<GateOutcome> outcomes(cases.size());
   for (std::size_t i = 0; i < cases.size(); ++i) {

@@ -2,7 +2,10 @@
 // §6). Under a launcher this process is one rank; with none it is the supervisor of the
 // worlds it spawns (or, on cuda-loopback, all ranks of one GPU at once).
 #include <iostream>
+#include <map>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "core/fp_environment.h"
@@ -14,8 +17,17 @@
 namespace rv {
 namespace {
 
+// The names of a table's entries, for CLI::IsMember (whose message then lists them).
+template <typename Enum>
+std::vector<std::string> names_of(const std::map<std::string, Enum>& table) {
+  std::vector<std::string> names;
+  for (const auto& entry : table) names.push_back(entry.first);
+  return names;
+}
+
 struct RunCommand {
   RunOptions options;
+  std::string transport = "auto", contract = "all";  // parsed into options in run_run
   std::vector<std::string> args;  // the whole command line after the program name
   std::uint32_t max_world = 0;
 };
@@ -23,11 +35,12 @@ struct RunCommand {
 int run_run(RunCommand& command) {
   enforce_ieee_fp_environment();
   RunOptions& options = command.options;
+  options.transport = transport_choice_names().at(command.transport);
+  options.contract = contract_selection_names().at(command.contract);
   if (command.max_world) options.max_world = command.max_world;
   if (options.iters < 1) throw InputError("--iters must be at least 1");
   if (!(options.timeout_seconds > 0)) throw InputError("--timeout must be positive");
-  options.contracts();  // validates --contract
-  if (!options.inputs.empty()) options.inputs_contract();
+  if (!options.inputs.empty()) options.inputs_contract();  // refuses library-sum
   const std::optional<LaunchRank> launch = detect_launch_rank(process_env());
   if (launch) return run_as_rank(options, *launch);
   return run_supervised(options, command.args);
@@ -44,12 +57,13 @@ void setup_run(CLI::App& app, int& exit_code) {
       "embedded in this binary) and verify their bits. With no launcher in the environment "
       "this process spawns one world of rank processes per W; under mpirun, srun or torchrun "
       "each process is one rank (give --rendezvous DIR and a job id).");
-  cmd->add_option("--transport", o.transport, "auto | gloo | nccl | cuda-loopback (default auto)")
-      ->check(CLI::IsMember({"auto", "gloo", "nccl", "cuda-loopback"}));
-  cmd->add_option("--contract", o.contract,
+  cmd->add_option("--transport", command->transport,
+                  "auto | gloo | nccl | cuda-loopback (default auto)")
+      ->check(CLI::IsMember(names_of(transport_choice_names())));
+  cmd->add_option("--contract", command->contract,
                   "fixed-order | library-sum | exact | both (fixed-order and library-sum) | all "
                   "(the three; default all)")
-      ->check(CLI::IsMember({"fixed-order", "library-sum", "exact", "both", "all"}));
+      ->check(CLI::IsMember(names_of(contract_selection_names())));
   cmd->add_option("--golden", o.golden_files, "golden files (default: the embedded suite)");
   cmd->add_option("--case", o.case_ids,
                   "run only this case id (repeatable; its data: --contract chooses what runs)");

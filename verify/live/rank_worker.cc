@@ -6,9 +6,9 @@
 #include "core/case_reduction.h"
 #include "core/emulated_world.h"
 #include "core/error.h"
+#include "core/reducer/agreement.h"
 #include "core/rendezvous/file_barrier.h"
 #include "core/rendezvous/job_directory.h"
-#include "core/reducer/agreement.h"
 #include "verify/common/exit_codes.h"
 #include "verify/common/file_io.h"
 #include "verify/golden/raw_inputs.h"
@@ -28,16 +28,16 @@ struct RankSession {
   std::unique_ptr<RankReducers> reducers;
 };
 
-std::string describe_selection(const RunOptions& options, const std::string& transport,
+std::string describe_selection(const RunOptions& options, TransportKind transport,
                                const std::vector<PlannedCase>& cases) {
   DigestStream ids;
   for (const PlannedCase& c : cases) {
     const std::string text = format_case_id(c.id) + "\n";
     ids.update(text.data(), text.size());
   }
-  return "run: transport=" + transport + " contract=" + options.contract +
-         " iters=" + std::to_string(options.iters) + " cases=" + std::to_string(cases.size()) +
-         " selection=" + ids.finish().hex();
+  return std::string("run: transport=") + to_string(transport) +
+         " contract=" + to_string(options.contract) + " iters=" + std::to_string(options.iters) +
+         " cases=" + std::to_string(cases.size()) + " selection=" + ids.finish().hex();
 }
 
 std::string rank_file(std::uint32_t rank) {
@@ -140,7 +140,7 @@ int run_as_rank(const RunOptions& options, const LaunchRank& launch) {
     mine.worlds = {launch.world};
     cases = plan_cases(mine);
   }
-  const std::string transport = resolve_transport(options.transport, /*under_launcher=*/true);
+  const TransportKind transport = resolve_transport(options.transport, /*under_launcher=*/true);
   RankSession s{
       options,
       launch,
@@ -151,10 +151,10 @@ int run_as_rank(const RunOptions& options, const LaunchRank& launch) {
   s.reducers =
       std::make_unique<RankReducers>(*s.link.transport, *s.link.device, s.link.exact_device);
   agree_across_ranks(*s.link.transport,
-                     inputs_mode
-                         ? "run --inputs: transport=" + transport + " op=" + options.op +
-                               " contract=" + std::string(to_string(options.inputs_contract()))
-                         : describe_selection(options, transport, cases));
+                     inputs_mode ? std::string("run --inputs: transport=") + to_string(transport) +
+                                       " op=" + options.op + " contract=" +
+                                       std::string(to_string(options.inputs_contract()))
+                                 : describe_selection(options, transport, cases));
 
   InputsExpectation expected;
   const Op inputs_op = parse_op(options.op).value_or(Op::kSum);

@@ -9,24 +9,6 @@
 
 namespace rv {
 
-std::vector<Contract> RunOptions::contracts() const {
-  if (contract == "fixed-order") return {Contract::kFixedOrder};
-  if (contract == "library-sum") return {Contract::kLibrarySum};
-  if (contract == "exact") return {Contract::kExact};
-  if (contract == "both") return {Contract::kFixedOrder, Contract::kLibrarySum};
-  if (contract == "all") return {Contract::kFixedOrder, Contract::kLibrarySum, Contract::kExact};
-  throw InputError("--contract '" + contract +
-                   "' is not fixed-order, library-sum, exact, both or all");
-}
-
-Contract RunOptions::inputs_contract() const {
-  if (contract == "library-sum") {
-    throw InputError("--inputs: library-sum has no portable digest to replay; give "
-                     "--contract fixed-order or exact");
-  }
-  return contract == "exact" ? Contract::kExact : Contract::kFixedOrder;
-}
-
 namespace {
 
 CaseId data_of(CaseId id) {

@@ -11,6 +11,7 @@
 
 #include "core/case_id.h"
 #include "core/digest/digest.h"
+#include "verify/live/run_selection.h"
 
 namespace rv {
 
@@ -20,8 +21,8 @@ namespace rv {
 inline constexpr const char* kAutoHostname = "auto";
 
 struct RunOptions {
-  std::string transport = "auto";  // auto | gloo | nccl | cuda-loopback
-  std::string contract = "all";    // fixed-order | library-sum | exact | both (the first two) | all
+  TransportChoice transport = TransportChoice::kAuto;
+  ContractSelection contract = ContractSelection::kAll;
   std::vector<std::string> golden_files;   // empty: the embedded committed suite
   std::vector<std::string> case_ids;       // --case: only these
   std::vector<std::uint32_t> worlds;       // --world: only cases of these W
@@ -40,11 +41,9 @@ struct RunOptions {
   std::chrono::milliseconds timeout() const {
     return std::chrono::milliseconds(static_cast<std::int64_t>(timeout_seconds * 1000));
   }
-  std::vector<Contract> contracts() const;
-  // The contract an --inputs run reduces the files under: exact when --contract exact,
-  // otherwise fixed-order (the default "all" and "both" included; library-sum has no
-  // digest to replay against).
-  Contract inputs_contract() const;
+  std::vector<Contract> contracts() const { return contracts_of(contract); }
+  // run_selection.h: exact when --contract exact, otherwise fixed-order.
+  Contract inputs_contract() const { return inputs_contract_of(contract); }
 };
 
 struct PlannedCase {

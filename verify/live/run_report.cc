@@ -146,7 +146,7 @@ nlohmann::json build_report(const RunOptions& options, const std::vector<WorldRe
   }
   return {{"format", "reduce-verify run report 1"},
           {"fingerprint", fingerprint},
-          {"contract", options.contract},
+          {"contract", to_string(options.contract)},
           {"iterations", options.iters},
           {"worlds", world_list},
           {"results", results},

@@ -8,8 +8,8 @@
 #include <iostream>
 
 #include "core/error.h"
-#include "core/rendezvous/launcher_env.h"
 #include "core/launch/supervisor.h"
+#include "core/rendezvous/launcher_env.h"
 #include "verify/common/exit_codes.h"
 #include "verify/common/file_io.h"
 #include "verify/common/progress.h"
@@ -52,7 +52,7 @@ class TemporaryDirectory {
 // The options a rank process must see: the supervisor's own, with the world and the
 // transport pinned so every rank decides the same.
 std::vector<std::string> rank_arguments(const std::vector<std::string>& args, std::uint32_t world,
-                                        const std::string& transport) {
+                                        TransportKind transport) {
   std::vector<std::string> out;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -73,7 +73,7 @@ std::vector<std::string> rank_arguments(const std::vector<std::string>& args, st
   out.push_back("--world");
   out.push_back(std::to_string(world));
   out.push_back("--transport");
-  out.push_back(transport);
+  out.push_back(to_string(transport));
   return out;
 }
 
@@ -86,8 +86,8 @@ std::vector<CaseId> ids_of(const std::vector<PlannedCase>& cases) {
 }  // namespace
 
 int run_supervised(const RunOptions& options, const std::vector<std::string>& args) {
-  const std::string transport = resolve_transport(options.transport, /*under_launcher=*/false);
-  if (transport == "cuda-loopback") return run_cuda_loopback(options);
+  const TransportKind transport = resolve_transport(options.transport, /*under_launcher=*/false);
+  if (transport == TransportKind::kCudaLoopback) return run_cuda_loopback(options);
 
   std::vector<PlannedCase> cases;
   std::uint32_t input_world = 0;
@@ -117,7 +117,8 @@ int run_supervised(const RunOptions& options, const std::vector<std::string>& ar
           for (Contract contract : options.contracts()) {
             skipped.push_back(skipped_result(c.id, contract,
                                              "W = " + std::to_string(w) + " is above --max-world " +
-                                                 std::to_string(max_world) + " on " + transport));
+                                                 std::to_string(max_world) + " on " +
+                                                 to_string(transport)));
           }
         }
         continue;

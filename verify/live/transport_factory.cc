@@ -7,9 +7,9 @@
 #include "verify/live/run_plan.h"
 
 #if defined(RV_HAVE_GLOO)
+#include "core/transport/gloo/bind_address_agreement.h"
 #include "core/transport/gloo/gloo_transport.h"
 #include "core/transport/gloo/host_interfaces.h"
-#include "core/transport/gloo/bind_address_agreement.h"
 #endif
 #if defined(RV_HAVE_CUDA)
 #include "core/cuda/cuda_exact_device.h"
@@ -30,8 +30,9 @@ int gpu_count() {
 #endif
 }
 
-[[maybe_unused]] [[noreturn]] void not_built(const std::string& transport, const char* needs) {
-  throw InputError("transport " + transport + " is not in this build (it needs " + needs +
+[[maybe_unused]] [[noreturn]] void not_built(TransportKind transport, const char* needs) {
+  throw InputError(std::string("transport ") + to_string(transport) +
+                   " is not in this build (it needs " + needs +
                    "); this build has: " + available_transports());
 }
 
@@ -48,27 +49,36 @@ std::string available_transports() {
   return list.empty() ? "none" : list;
 }
 
-std::string resolve_transport(const std::string& requested, bool under_launcher) {
-  if (requested == "auto") {
-    const int gpus = gpu_count();
-    if (gpus >= 2 || (gpus == 1 && under_launcher)) return "nccl";
-    if (gpus == 1) return "cuda-loopback";
-    return "gloo";
+TransportKind resolve_transport(TransportChoice requested, bool under_launcher) {
+  switch (requested) {
+    case TransportChoice::kGloo:
+      return TransportKind::kGloo;
+    case TransportChoice::kNccl:
+      return TransportKind::kNccl;
+    case TransportChoice::kCudaLoopback:
+      return TransportKind::kCudaLoopback;
+    case TransportChoice::kAuto:
+      break;
   }
-  return requested;
+  const int gpus = gpu_count();
+  if (gpus >= 2 || (gpus == 1 && under_launcher)) return TransportKind::kNccl;
+  if (gpus == 1) return TransportKind::kCudaLoopback;
+  return TransportKind::kGloo;
 }
 
-std::uint32_t default_max_world(const std::string& transport) {
-  if (transport == "gloo") return 8;
-  if (transport == "nccl") return static_cast<std::uint32_t>(std::max(1, gpu_count()));
+std::uint32_t default_max_world(TransportKind transport) {
+  if (transport == TransportKind::kGloo) return 8;
+  if (transport == TransportKind::kNccl) {
+    return static_cast<std::uint32_t>(std::max(1, gpu_count()));
+  }
   return kMaxWorld;
 }
 
-RankTransport connect_rank_transport(const std::string& transport, const JobDirectory& job,
+RankTransport connect_rank_transport(TransportKind transport, const JobDirectory& job,
                                      const LaunchRank& launch, std::chrono::milliseconds timeout,
                                      const std::string& hostname) {
   RankTransport link;
-  if (transport == "gloo") {
+  if (transport == TransportKind::kGloo) {
 #if defined(RV_HAVE_GLOO)
     GlooConnectOptions options;
     options.store_dir = job.gloo_store_dir();
@@ -93,7 +103,7 @@ RankTransport connect_rank_transport(const std::string& transport, const JobDire
     not_built(transport, "Gloo");
 #endif
   }
-  if (transport == "nccl") {
+  if (transport == TransportKind::kNccl) {
 #if defined(RV_HAVE_CUDA)
     (void)hostname;
     // One GPU per rank: the launcher's local rank picks it (CUDA_VISIBLE_DEVICES narrows the
@@ -119,7 +129,7 @@ RankTransport connect_rank_transport(const std::string& transport, const JobDire
     not_built(transport, "CUDA");
 #endif
   }
-  throw InputError("transport " + transport +
+  throw InputError(std::string("transport ") + to_string(transport) +
                    " has no rank processes (cuda-loopback runs every "
                    "rank in one process)");
 }

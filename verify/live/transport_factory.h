@@ -12,16 +12,17 @@
 #include "core/reducer/exact_device.h"
 #include "core/reducer/fold_device.h"
 #include "core/transport/transport.h"
+#include "verify/live/run_selection.h"
 
 namespace rv {
 
 // "auto" becomes nccl (two or more GPUs), cuda-loopback (one GPU) or gloo (no GPU). A rank
 // under an external launcher has no loopback world to join: there auto is nccl on any GPU.
-std::string resolve_transport(const std::string& requested, bool under_launcher);
+TransportKind resolve_transport(TransportChoice requested, bool under_launcher);
 
 // The largest world a self-spawned run starts on this transport by default: 8 processes on
 // gloo, one rank per GPU on nccl, any W on cuda-loopback (one process).
-std::uint32_t default_max_world(const std::string& transport);
+std::uint32_t default_max_world(TransportKind transport);
 
 // The transports this build has, e.g. "gloo, cuda-loopback, nccl".
 std::string available_transports();
@@ -34,7 +35,7 @@ struct RankTransport {
 
 // `hostname` is the address gloo binds, or kAutoHostname: the ranks agree on one per rank
 // through the job directory (core/transport/gloo/bind_address_agreement.h).
-RankTransport connect_rank_transport(const std::string& transport, const JobDirectory& job,
+RankTransport connect_rank_transport(TransportKind transport, const JobDirectory& job,
                                      const LaunchRank& launch, std::chrono::milliseconds timeout,
                                      const std::string& hostname);
 
