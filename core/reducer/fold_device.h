@@ -13,7 +13,7 @@ namespace rv {
 class FoldDevice {
  public:
   virtual ~FoldDevice() = default;
-  // "cpu" or e.g. "cuda:0 NVIDIA H200"
+  // "cpu" or "cuda:<index> <device name>"
   virtual const char* name() const = 0;
   // Scratch of n floats in this device's memory (never null, even for n = 0); freed by free.
   virtual float* allocate(std::size_t n) = 0;
