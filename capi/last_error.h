@@ -1,7 +1,7 @@
 // The C ABI's error channel: every entry point runs its body under `guarded`, which turns the
 // library's exceptions (core/error.h) into an rv_status and keeps the message for
 // rv_last_error(), per thread. The library throws; this is the one place the C ABI catches
-// (STYLE.md: only `main` catches, and this is the C ABI's `main`).
+// (CONTRIBUTING.md, Style: only `main` catches, and this is the C ABI's `main`).
 #pragma once
 
 #include <string>

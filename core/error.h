@@ -74,7 +74,7 @@ template <typename E, typename A, typename B, typename... Parts>
 
 // Enforce-style checks in the manner of GLOO_ENFORCE_EQ: on failure they throw `E` with a
 // message that carries both values and the source position, e.g.
-//   "arena lengths differ (a.size() == b.size(): 4000 vs 4096) [core/x.cc:12]".
+//   "arena lengths differ (a.size() == b.size(): 4000 vs 4096) [core/shard_plan.cc:12]".
 #define RV_ENFORCE_CMP(E, a, op, b, ...)                                              \
   do {                                                                                \
     const auto& rv_enforce_a_ = (a);                                                  \

@@ -17,7 +17,7 @@
 #      step time against DDP's default all-reduce, and every recorded bucket of the W ranks'
 #      real gradients replayed on the host (python/bench/ddp_hook_overhead.py --processes;
 #      needs the bundle's libreduce_verify_c.so); its JSON and log go into reports.tar.gz
-# NOT RUN YET: no machine with several GPUs has been lent (see the README).
+# NOT RUN YET: no machine with several GPUs has been lent (see docs/results.md).
 #   usage (device machine, repository root): bash ci/device/multi-gpu-proof.sh
 #   RV_DEVICE_BUDGET (default 540 s): the steps stop there, so the reports still come back
 set -uo pipefail

@@ -20,7 +20,7 @@ class CudaFoldDevice final : public FoldDevice {
   CudaFoldDevice(const CudaFoldDevice&) = delete;
   CudaFoldDevice& operator=(const CudaFoldDevice&) = delete;
 
-  const char* name() const override { return name_.c_str(); }  // "cuda:0 NVIDIA H200"
+  const char* name() const override { return name_.c_str(); }  // "cuda:<index> <device name>"
   FoldDeviceKind kind() const override { return FoldDeviceKind::kGpu; }
   float* allocate(std::size_t n) override;
   void free(float* p) override;

@@ -10,7 +10,7 @@ namespace rv {
 
 struct GpuInfo {
   int index = 0;
-  std::string name;          // "NVIDIA H200"
+  std::string name;          // the CUDA device name, as cudaGetDeviceProperties gives it
   int major = 0, minor = 0;  // compute capability
   std::size_t memory_bytes = 0;
   int multiprocessors = 0;
@@ -34,7 +34,7 @@ int cuda_device_count();  // 0 without a driver
 
 // "13.0" from 13000; "none" from 0.
 std::string cuda_version_text(int version);
-// "NVIDIA H200 (sm_90, 139.8 GiB, 132 SMs)"
+// "<name> (sm_<major><minor>, <memory> GiB, <count> SMs)"
 std::string describe(const GpuInfo& gpu);
 
 }  // namespace rv

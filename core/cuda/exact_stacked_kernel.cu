@@ -27,10 +27,9 @@
 // exact_reduce_stacked: each is the correctly rounded value of the same exact sum (or
 // sum / W), however it was built.
 //
-// Measured on the H200 (bench_cuda_exact BM_ExactStacked, docs/DESIGN.md §9): 0.86–1.00 of
-// a copy at W = 2, 3, 4, 6, 8. The int64 version this replaced, which found each window
-// first and then converted and summed the digits (values held in registers up to W = 4, read
-// again above), reached 0.61–0.75.
+// It replaced an int64 version, which found each window first and then converted and summed
+// the digits (values held in registers up to W = 4, read again above) and measured slower
+// (bench_cuda_exact BM_ExactStacked, docs/DESIGN.md §9; the figures in docs/results.md).
 #include <cmath>
 #include <cstdint>
 
@@ -55,13 +54,13 @@ using exact_kernel_detail::round_one_limb_sum;
 // consecutive elements at a time (kGroup / 4 float4s per slot where the slots allow it), the
 // loads of kSlotsInFlight slots issued together before any is used. Larger worlds take 4
 // elements from 4 slots at once; worlds of one or two slots 8 elements from both, so that a
-// thread has as many loads in flight (measured on the H200 at W = 2: 0.86 of a copy with 4
-// elements, 0.93 with 8).
+// thread has as many loads in flight (at W = 2, 8 elements measured faster than 4:
+// docs/results.md, "Decisions behind the code").
 constexpr int kVectorWidth = 4;
 
 // Blocks of kThreads per SM the kernel is compiled for: 4 (64 registers) for groups of 4, 3
-// (80 registers) for groups of 8, which spill at 64 (0.62 of a copy at W = 2). Groups of 4
-// at 80 registers gave 0.79 at W = 2 and the same as at 64 at W = 4 and 8.
+// (80 registers) for groups of 8, which spill at 64. Groups of 4 at 80 registers were slower
+// at W = 2 and no faster at W = 4 and 8 (docs/results.md, "Decisions behind the code").
 template <int kGroup>
 constexpr int kMinBlocksPerSm = kGroup == 8 ? 3 : 4;
 

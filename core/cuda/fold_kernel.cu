@@ -128,14 +128,12 @@ void launch_unit(detail::FoldShape shape, const FoldArgs& args, cudaStream_t str
 
 namespace detail {
 
-// Measured on an H200 (bench/results/cuda-fold-h200.json, 2026-12-03). The vector path:
-// batch8x1 is the fastest or within noise of it at every W. The realigned path depends on W
-// in a way no simple rule captured (occupancy, register allocation and the second,
-// cache-hit load per misaligned chunk pull in different directions): batch8x1 held W = 2 at
-// 0.79 of a copy and W = 3 at 0.88, where batch4x1 reached 0.97 and 0.94 (0.98 at W = 5);
-// at W = 3, batch4x1 compiled for 4 resident blocks per SM (53 registers instead of 47, so
-// 4 blocks instead of 5) reached 0.96–0.97; at W = 4 and from 6 up batch8x1 is the best
-// shape measured.
+// The shapes chosen are the fastest measured per W (bench/results/cuda-fold-h200.json; the
+// figures in docs/results.md, "Decisions behind the code"). The vector path: batch8x1 at
+// every W. The realigned path depends on W in a way no simple rule captured (occupancy,
+// register allocation and the second, cache-hit load per misaligned chunk pull in different
+// directions): batch4x1 at W = 2 and 5, at W = 3 batch4x1 compiled for 4 resident blocks per
+// SM (53 registers instead of 47, so 4 blocks instead of 5), batch8x1 at W = 4 and from 6 up.
 FoldShape default_fold_shape(FoldPath path, std::uint32_t world) {
   if (path != FoldPath::kRealigned) return FoldShape::kBatch8Unroll1;
   if (world == 3) return FoldShape::kBatch4Unroll1FourBlocks;
@@ -143,10 +141,9 @@ FoldShape default_fold_shape(FoldPath path, std::uint32_t world) {
   return FoldShape::kBatch8Unroll1;
 }
 
-// Measured on an H200 (2026-12-03, bench/results/cuda-fold-h200.md): the warp shuffles cost
-// more than the second, mostly cache-hit load of overlapping loads at every W but 6 (W = 2
-// … 5 with the default shape: 0.82–0.94 vs 0.95–0.98 of a copy; W = 8: 0.99 vs 1.00; W = 6:
-// 0.99–1.00 vs 0.97–0.98), so every lane loads both chunks itself.
+// The warp shuffles measured slower than the second, mostly cache-hit load of overlapping
+// loads at every W but 6 (bench/results/cuda-fold-h200.md; docs/results.md, "Decisions behind
+// the code"), so every lane loads both chunks itself.
 FoldRealign default_fold_realign() { return FoldRealign::kOverlappingLoads; }
 
 const char* to_string(FoldShape shape) {

@@ -1,8 +1,8 @@
 // The realigned fold kernel: the fold of fold_kernel.cu when the slots do not all share the
 // output's 16-byte phase. Users' tensors start at any float, and a slot stride that is not a
 // whole number of float4s puts neighbouring slots at different phases; folding those one
-// float at a time reached only 0.64–0.83 of a device-to-device copy on an H200 (measured
-// 2026-12-03; README), against ~1.0 for the aligned float4 kernel.
+// float at a time fell well short of a device-to-device copy, where the aligned float4
+// kernel reaches it (docs/results.md, "Decisions behind the code").
 //
 // Design. The units are the output's aligned float4s (a scalar head and tail in the same
 // launch, fold_kernel_detail::fold_edges), so every store is a 16-byte vector store and

@@ -14,7 +14,7 @@ namespace rv {
 class ExactDevice {
  public:
   virtual ~ExactDevice() = default;
-  // "cpu" or e.g. "cuda:0 NVIDIA H200"
+  // "cpu" or "cuda:<index> <device name>"
   virtual const char* name() const = 0;
   // int64 scratch in this device's memory (never null, even for n = 0); freed by free_words.
   virtual std::int64_t* allocate_words(std::size_t n) = 0;

@@ -13,12 +13,10 @@ ExactOptions ExactOptions::for_device(const ExactDevice& /*device*/) {
   ExactOptions options;
   // 16 Mi elements on every device: scratch bounded to 1 GiB even where every element needs
   // 8 words (wide or special data), and large messages for the library. A GPU wants them;
-  // so does the host, measured over Gloo with bench_gloo's rank threads on a 2-vCPU VM
-  // (W = 2, 4, 8; 16 MiB of normal data; medians of interleaved runs): pieces of 256 Ki
-  // elements took 1.6-2.6x and pieces of 1 Mi 1.06-1.2x the time of one piece for the whole
-  // arena. Every piece pays the ring's 2(W − 1) steps, and W rank threads sharing the cores
-  // wait for each other at every step; the digits leaving the cache between the encode and
-  // the round cost less than that.
+  // so does the host: smaller pieces were slower over Gloo (docs/results.md, "Decisions
+  // behind the code"). Every piece pays the ring's 2(W − 1) steps, and W rank threads
+  // sharing the cores wait for each other at every step; the digits leaving the cache
+  // between the encode and the round cost less than that.
   options.piece_elements = std::size_t{1} << 24;
   return options;
 }

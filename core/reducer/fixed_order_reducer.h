@@ -30,10 +30,10 @@ struct FixedOrderOptions {
   // fold does; a stacked-only device (the GPU kernel) does not.
   bool own_slot_in_place = false;
 
-  // 16 MiB tables for the host fold, pipelined two at a time: the best of 2, 4, 8 and 16 MiB
-  // in bench_gloo at W = 2, 4, 8, 16 and 64 MiB on this project's 2-core box (16 MiB was
-  // the only size at or under Gloo's ring in all six; smaller pieces pay more per-round
-  // wake-ups than their finer overlap saves). 64 MiB tables on a GPU: its fold has no cache
+  // 16 MiB tables for the host fold, pipelined two at a time: the only table size of 2, 4, 8
+  // and 16 MiB that kept bench_gloo at or under Gloo's ring at every W and size swept
+  // (docs/results.md, "Decisions behind the code"); smaller pieces pay more per-round
+  // wake-ups than their finer overlap saves. 64 MiB tables on a GPU: its fold has no cache
   // effect to chase, but pieces let it run under the transfers
   // (NcclTransport::start_exchange) and bound the scratch at two tables instead of a copy of
   // the whole arena; 64 MiB keeps every message large (64 MiB / W per peer: 8 MiB at W = 8,

@@ -18,7 +18,7 @@ enum class FoldDeviceKind { kHost, kGpu };
 class FoldDevice {
  public:
   virtual ~FoldDevice() = default;
-  // "cpu" or e.g. "cuda:0 NVIDIA H200": for messages and reports only.
+  // "cpu" or "cuda:<index> <device name>": for messages and reports only.
   virtual const char* name() const = 0;
   virtual FoldDeviceKind kind() const = 0;
   // Scratch of n floats in this device's memory (never null, even for n = 0); freed by free.

@@ -5,7 +5,7 @@
 // Memory: a host transport (gloo) takes host pointers; a device transport (nccl) takes
 // device pointers of its rank's GPU. Every call is collective: all ranks of the world make
 // the same calls in the same order with the same sizes (the caller agrees on sizes first,
-// see agree_on_fingerprint in core/reducer). Every call has a deadline; a dead or frozen
+// see agree_across_ranks in core/reducer). Every call has a deadline; a dead or frozen
 // peer becomes a DeadlineExceeded or RuntimeFailure naming the peer where the library can
 // tell, and the transport is unusable afterwards.
 #pragma once
@@ -18,15 +18,15 @@
 
 namespace rv {
 
-// One rank's side of a pairwise exchange (an all-to-all with per-peer sizes): for every
-// peer p, send_bytes[p] bytes from send + send_offset[p] go to p, and recv_bytes[p] bytes
-// from p land at recv + recv_offset[p]. The entry for this rank itself is a local copy.
-// Zero-byte entries move nothing.
 // The element-wise reductions of the library's integer all-reduce (the exact contract's
 // agreement and sum rounds). Integer addition and max are associative and commutative, so
 // any algorithm, channel count or protocol the library picks gives the same bits.
 enum class IntReduction : std::uint8_t { kSum, kMax };
 
+// One rank's side of a pairwise exchange (an all-to-all with per-peer sizes): for every
+// peer p, send_bytes[p] bytes from send + send_offset[p] go to p, and recv_bytes[p] bytes
+// from p land at recv + recv_offset[p]. The entry for this rank itself is a local copy.
+// Zero-byte entries move nothing.
 struct ExchangePlan {
   const void* send = nullptr;
   std::vector<std::size_t> send_offset, send_bytes;

@@ -4,8 +4,8 @@
 // fault per case and contract, for every mutant at every call that carries data, over the
 // committed golden cases W = 2..5, n = 4099, every distribution.
 //
-// The matrix it prints (build/tests/mutation/mutation-matrix.md) is README.md's
-// "Mutation matrix"; MatrixIsTheReadmes fails until the README holds the current one.
+// The matrix it prints (build/tests/mutation/mutation-matrix.md) is docs/ci-gate.md's
+// "Mutation matrix"; MatrixIsInTheDocs fails until that page holds the current one.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -324,16 +324,17 @@ std::string render(const std::vector<Entry>& entries) {
   return out.str();
 }
 
-TEST(MutationMatrix, MatrixIsTheReadmes) {
+TEST(MutationMatrix, MatrixIsInTheDocs) {
   const std::string table = render(matrix());
   std::ofstream(RV_MATRIX_PATH) << table;
   std::cout << table;
-  std::ifstream readme(RV_SOURCE_DIR "/README.md");
+  std::ifstream page(RV_SOURCE_DIR "/docs/ci-gate.md");
+  ASSERT_TRUE(page) << RV_SOURCE_DIR "/docs/ci-gate.md cannot be read";
   std::stringstream text;
-  text << readme.rdbuf();
+  text << page.rdbuf();
   EXPECT_NE(text.str().find(table), std::string::npos)
-      << "README.md's mutation matrix is not the one this build measures: copy " << RV_MATRIX_PATH
-      << " over the table under \"Mutation matrix\"";
+      << "docs/ci-gate.md's mutation matrix is not the one this build measures: copy "
+      << RV_MATRIX_PATH << " over the table under \"Mutation matrix\"";
 }
 
 // The same faults over the live CPU transport: Gloo's own collectives and byte movement

@@ -117,6 +117,8 @@ void setup_digest(CLI::App& app, int& exit_code) {
       "--case", options->case_ids,
       "a case id, e.g. contract=fixed-order,op=mean,w=4,n=1000003,dist=wide,seed=7,gen=1");
   add_case_matrix_options(*cmd, options->matrix);
+  // The matrix's own help speaks for golden, whose default is both ops; digest's is sum.
+  cmd->get_option("--op")->description("ops: sum, mean (default: sum)");
   cmd->add_option("--inputs", options->inputs,
                   "raw little-endian binary32 files, file r = rank r, all the same length");
   cmd->add_option("--dump", options->dump, "write the reduced arena (raw binary32) to FILE");

@@ -33,7 +33,7 @@ using UnboundBufferPtr = std::unique_ptr<::gloo::transport::UnboundBuffer>;
 // Buffer lifetimes. Gloo blocks a buffer's destruction until its I/O thread has let go of
 // it, by spinning on sched_yield. Destroyed right after its completion woke us, a buffer
 // usually still is in the I/O thread's hands, and on a box with fewer cores than threads
-// the spin costs a scheduler tick (~1 ms per operation, measured on 2 cores). So a
+// the spin costs a scheduler tick (about 1 ms per operation: docs/results.md). So a
 // completed buffer is handed to `retired`, which the owner clears at its next operation
 // (a completed buffer never touches the caller's memory again); a buffer that did not
 // complete dies with the round, so a failed round leaves no pointer into that memory.
