@@ -16,7 +16,7 @@ Checked, over the files git tracks (or, outside a git checkout, every file under
     tracked file or folder; `path.{a,b}` and `path{,-x}` are expanded, a path with `*`,
     `<...>` or an upper-case placeholder (`cpu-HOST.json`) is a pattern and left alone, as is
     one a command writes (after `-o`, `--report`, `=`), and a path without an extension may
-    name the files of a pair (`core/launch/job_directory` for its .h and .cc);
+    name the files of a pair (`core/rendezvous/job_directory` for its .h and .cc);
   - in comments, `see NAME` names a file (`see child_process.h`) or a symbol that appears
     outside a comment somewhere in the tree (`see agree_across_ranks`); plain lower-case
     words (`see the`) are prose;
