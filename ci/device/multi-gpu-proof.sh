@@ -20,6 +20,10 @@
 # NOT RUN YET: no machine with several GPUs has been lent (see docs/results.md).
 #   usage (device machine, repository root): bash ci/device/multi-gpu-proof.sh
 #   RV_DEVICE_BUDGET (default 540 s): the steps stop there, so the reports still come back
+#   RV_DRY_RUN=1: print each step's command instead of running it (CI checks the plan with a
+#     stand-in nvidia-smi: tests/device/multi_gpu_proof_plan_test.sh)
+# With one GPU it runs the one-GPU proof (ci/device/run-on-h200.sh) and names every step above
+# as not run; with none it stops (exit 2).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 bundle="$root/build-device"
@@ -27,6 +31,7 @@ rv="$bundle/bin/reduce-verify"
 out=${OUT:-/tmp/rv-multi-gpu-out}
 work=$(mktemp -d /tmp/rv-multi-gpu.XXXXXX)
 mkdir -p "$out" "$work/reports"
+[[ -n ${RV_DRY_RUN:-} ]] && trap 'rm -rf "$work"' EXIT
 summary="$out/summary.txt"
 : >"$summary"
 # NVLink multicast stays off in every process (the supervisor passes its environment on).
@@ -46,12 +51,27 @@ check() {
   local limit; limit=$(left)
   if ((limit < 20)); then note "$(printf '%-60s rc=skipped (out of time)' "$name")"; return; fi
   local started=$SECONDS
+  if [[ -n ${RV_DRY_RUN:-} ]]; then
+    note "$(printf '%-60s plan: %s' "$name" "$*")"
+    return
+  fi
   timeout --kill-after=5 "$limit" "$@" >>"$out/log.txt" 2>&1
   note "$(printf '%-60s rc=%s %ss' "$name" $? $((SECONDS - started)))"
 }
 nccl_version() { basename "$(readlink -f "${nccl_dirs[$1]}/libnccl.so.2")" | sed 's/libnccl.so.//'; }
 note "machine: $gpus x $model, $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)"
-((gpus >= 2)) || { note "needs two or more GPUs"; exit 2; }
+((gpus >= 1)) || { note "no GPU: nothing to prove here"; exit 2; }
+if ((gpus == 1)); then
+  # What one GPU can prove, then an honest list of what it cannot.
+  check "one GPU: the one-GPU proof (run-on-h200.sh)" env OUT="$out/one-gpu" \
+    bash "$root/ci/device/run-on-h200.sh"
+  for step in "suite over nccl, W >= 2, each NCCL" "invariance: GPU order, NCCL_ALGO, NCCL_PROTO" \
+      "fault: a rank SIGKILLed mid-reduction" "nccl benchmark W >= 2" \
+      "ddp hooks in an NCCL world of several GPUs"; do
+    note "$(printf '%-60s rc=not-run (needs two or more GPUs)' "$step")"
+  done
+  exit 0
+fi
 worlds=$(seq -s, 2 "$gpus")
 
 # 1. The suite over NCCL, under each library.
@@ -76,7 +96,8 @@ done
 
 # 3. A rank SIGKILLed mid-reduction (about 20 s).
 case="contract=fixed-order,op=sum,w=$gpus,n=16777259,dist=normal,seed=3,gen=1"
-if (($(left) < 40)); then note "fault: rc=skipped (out of time)"; else
+if [[ -n ${RV_DRY_RUN:-} ]]; then note "fault: plan: SIGKILL one rank of $case mid-run"
+elif (($(left) < 40)); then note "fault: rc=skipped (out of time)"; else
 env "$lib" "$rv" run --transport nccl --case "$case" --iters 1000 --timeout 10 >"$work/fault.log" 2>&1 &
 supervisor=$!
 sleep 8
