@@ -158,7 +158,7 @@ TEST(HostileInput, NumericOptionsThatAreNoNumberSaySo) {
 TEST(HostileInput, JobIdTooLongForItsWorldsIsRefusedBeforeTheRun) {
   expect_refused(
       run_tool({"run", "--transport", "gloo", "--case", kCase, "--job-id", std::string(126, 'j')}),
-      2, {"job id"});
+      2, {"--job-id " + std::string(126, 'j') + ": the supervisor names the directory"});
 }
 
 TEST(HostileInput, MissingTmpdirIsNamed) {

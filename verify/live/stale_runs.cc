@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "core/launch/atomic_file.h"
@@ -33,11 +34,19 @@ std::string start_time_of(long pid) {
   return "";
 }
 
+std::string host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "?";
+  return name;
+}
+
 bool supervisor_runs(const std::string& mark_text) {
   std::istringstream in(mark_text);
   long pid = 0;
-  std::string start;
-  if (!(in >> pid >> start) || pid <= 0) return true;  // unreadable: not ours to judge
+  std::string start, host;
+  if (!(in >> pid >> start >> host) || pid <= 0) return true;  // unreadable: not ours to judge
+  // A root shared between hosts: another host's pids say nothing here.
+  if (host != host_name()) return true;
   if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) return false;
   const std::string now = start_time_of(pid);
   return now.empty() || now == start;
@@ -47,7 +56,8 @@ bool supervisor_runs(const std::string& mark_text) {
 
 SupervisorMark::SupervisorMark(const std::string& dir) : mark_(dir + kMarkSuffix) {
   const long pid = static_cast<long>(::getpid());
-  write_file_atomically(mark_, std::to_string(pid) + " " + start_time_of(pid) + "\n");
+  write_file_atomically(mark_,
+                        std::to_string(pid) + " " + start_time_of(pid) + " " + host_name() + "\n");
 }
 
 SupervisorMark::~SupervisorMark() { ::unlink(mark_.c_str()); }

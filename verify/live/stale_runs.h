@@ -1,9 +1,10 @@
 // What a supervisor killed with SIGKILL leaves behind: its rank processes die with it
 // (PR_SET_PDEATHSIG, core/launch/supervisor.h), but its private rendezvous root and the job
 // directories it made under a given --rendezvous stay. Each of them is marked, while the
-// supervisor lives, by a sibling file `<name>.supervisor` holding the supervisor's pid and
-// its start time; a later supervisor (or `run --clean`) removes every marked directory whose
-// supervisor is gone, and nothing that carries no mark or another user's mark.
+// supervisor lives, by a sibling file `<name>.supervisor` holding the supervisor's pid, its
+// start time and its host; a later supervisor on that host (or `run --clean`) removes every
+// marked directory whose supervisor is gone, and nothing that carries no mark, another
+// user's mark or another host's.
 #pragma once
 
 #include <string>

@@ -133,7 +133,17 @@ int run_supervised(const RunOptions& options, const std::vector<std::string>& ar
   const std::uint32_t max_world = options.max_world.value_or(default_max_world(transport));
   // --job-id names the run: world W rendezvouses under "<id>-w<W>" (checked here, before any
   // rank starts, so a too long one is refused by name, not by every rank).
-  if (!options.job_id.empty()) validate_job_id(options.job_id + "-w" + std::to_string(kMaxWorld));
+  if (!options.job_id.empty()) {
+    validate_job_id(options.job_id);
+    try {
+      validate_job_id(options.job_id + "-w" + std::to_string(kMaxWorld));
+    } catch (const InputError& error) {
+      throw InputError("--job-id " + options.job_id +
+                       ": the supervisor names the directory of "
+                       "world W '<id>-w<W>': " +
+                       error.what());
+    }
+  }
 
   // From here a SIGINT or SIGTERM stops the whole run: the current world's ranks, and every
   // world not yet started (docs/DESIGN.md §6).
