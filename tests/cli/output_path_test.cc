@@ -13,6 +13,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <thread>
 
 #include "tests/cli/cli_support.h"
 #include "tests/support/scratch_dir.h"
@@ -48,6 +49,28 @@ TEST(OutputPath, FifoIsWrittenInPlace) {
   ASSERT_EQ(result.exit_code, 0) << summary(result);
   EXPECT_EQ(got.size(), 4096u * 4) << "the reduced arena did not go through the FIFO";
   EXPECT_EQ(type_of(fifo), S_IFIFO) << "the FIFO was replaced by a file";
+}
+
+// A reader that leaves early (`| head -c 10`): the writer gets EPIPE, a runtime failure that
+// names the path, not death by SIGPIPE.
+TEST(OutputPath, FifoWhoseReaderLeavesIsARuntimeFailureNotASignal) {
+  ScratchDir dir;
+  const std::string fifo = dir.file("dump.fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::thread reader([&] {
+    const int fd = ::open(fifo.c_str(), O_RDONLY);  // blocks until the tool opens it
+    char ten[10];
+    [[maybe_unused]] const ssize_t n = ::read(fd, ten, sizeof ten);
+    ::close(fd);
+  });
+  // 4 MB: far more than a pipe holds, so the writer is still writing when the reader leaves.
+  const ProcessResult result = run_tool(
+      {"digest", "--case", "contract=fixed-order,op=sum,w=2,n=1000000,dist=normal,seed=3,gen=1",
+       "--dump", fifo});
+  reader.join();
+  ASSERT_TRUE(result.exited()) << summary(result);
+  EXPECT_EQ(result.exit_code, 3) << summary(result);
+  EXPECT_NE(result.err.find(fifo + ": write failed: Broken pipe"), std::string::npos) << result.err;
 }
 
 TEST(OutputPath, CharacterDeviceIsWrittenInPlaceNeverReplaced) {

@@ -1,6 +1,8 @@
 #include "verify/common/output_file.h"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -144,10 +146,32 @@ OutputFile::~OutputFile() {
   if (!temporary_.empty()) ::unlink(temporary_.c_str());
 }
 
+namespace {
+
+// write(2) that reports a FIFO whose reader has gone as EPIPE instead of dying of SIGPIPE:
+// the signal is blocked around the call and, when it came, taken off the pending set.
+ssize_t write_without_sigpipe(int fd, const char* bytes, std::size_t size) {
+  sigset_t pipe_only, previous;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  ::pthread_sigmask(SIG_BLOCK, &pipe_only, &previous);
+  const ssize_t n = ::write(fd, bytes, size);
+  const int error = errno;
+  if (n < 0 && error == EPIPE) {
+    const timespec now{0, 0};
+    ::sigtimedwait(&pipe_only, nullptr, &now);
+  }
+  ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  errno = error;
+  return n;
+}
+
+}  // namespace
+
 void OutputFile::write(const void* bytes, std::size_t size) {
   const char* at = static_cast<const char*>(bytes);
   while (size > 0) {
-    const ssize_t n = ::write(fd_, at, size);
+    const ssize_t n = write_without_sigpipe(fd_, at, size);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) fail(path_ + ": write failed", errno);
     at += n;
