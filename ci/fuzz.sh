@@ -3,13 +3,13 @@
 # build folder of their own and runs each for a bounded time from the committed seed corpus.
 # Fails on any crash, sanitizer report, leak or timeout. A failing input is written to
 # $build/fuzz-artifacts/ (reproduce: $build/tests/fuzz/<target> <that file>).
-#   FUZZ_SECONDS  seconds for all targets together (default 70), split among them by the
+#   FUZZ_SECONDS  seconds for all targets together (default 50, as before), split among them by the
 #                 weights below (the job-directory target is slow per input: real files)
 #   BUILD_DIR     the build folder (default build-fuzz)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-"$root/build-fuzz"}
-total=${FUZZ_SECONDS:-70}
+total=${FUZZ_SECONDS:-50}
 
 # target:corpus folder:weight (of 10)
 targets=(case_id:case_id:2 golden_line:golden:3 report:report:2 job_records:job_records:3)
