@@ -3,21 +3,28 @@
 # build folder of their own and runs each for a bounded time from the committed seed corpus.
 # Fails on any crash, sanitizer report, leak or timeout. A failing input is written to
 # $build/fuzz-artifacts/ (reproduce: $build/tests/fuzz/<target> <that file>).
-#   FUZZ_SECONDS  seconds per target (default 25; two targets, so 50 s in all)
+#   FUZZ_SECONDS  seconds for all targets together (default 50, as before), split among them by the
+#                 weights below (the job-directory target is slow per input: real files)
 #   BUILD_DIR     the build folder (default build-fuzz)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-"$root/build-fuzz"}
-seconds=${FUZZ_SECONDS:-25}
+total=${FUZZ_SECONDS:-50}
+
+# target:corpus folder:weight (of 10)
+targets=(case_id:case_id:2 golden_line:golden:3 report:report:2 job_records:job_records:3)
 
 CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DRV_FUZZ=ON -DRV_WITH_CUDA=OFF -DRV_WITH_GLOO=OFF -DRV_BUILD_TESTS=OFF -DRV_BUILD_BENCH=OFF \
   >/dev/null
-cmake --build "$build" --target fuzz_case_id fuzz_golden_line -j "$(nproc)"
+cmake --build "$build" --target fuzz_case_id fuzz_golden_line fuzz_report fuzz_job_records \
+  -j "$(nproc)"
 
 mkdir -p "$build/fuzz-artifacts"
-for target in case_id golden_line; do
-  corpus=${target%_line}
+for entry in "${targets[@]}"; do
+  IFS=: read -r target corpus weight <<<"$entry"
+  seconds=$(( total * weight / 10 ))
+  (( seconds >= 1 )) || seconds=1
   # New inputs go to a scratch corpus; the committed seeds are only read.
   work="$build/fuzz-corpus/$target"
   mkdir -p "$work"
@@ -33,4 +40,4 @@ for target in case_id golden_line; do
   grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb|#[0-9]+ +DONE)' \
     "$build/fuzz-$target.log" || true
 done
-echo "fuzz: no crash in either target"
+echo "fuzz: no crash in any target"

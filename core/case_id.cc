@@ -108,7 +108,7 @@ CaseId parse_case_id(std::string_view text) {
       const auto contract = parse_contract(value);
       if (!contract) {
         throw InputError("case id: contract " + quoted(value) +
-                         " is not fixed-order or library-sum");
+                         " is not fixed-order, library-sum or exact");
       }
       id.contract = *contract;
     } else if (key == "op") {

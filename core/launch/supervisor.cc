@@ -205,7 +205,18 @@ std::string WorldOutcome::describe() const {
   return text;
 }
 
+StopSignals::StopSignals() : pipe_(std::make_unique<SignalPipe>()) {}
+
+StopSignals::~StopSignals() = default;
+
+int StopSignals::stop_signal() const { return pipe_->stop_signal(); }
+
 WorldOutcome run_rank_processes(const RankProcessSpec& spec) {
+  const StopSignals signals;
+  return run_rank_processes(spec, signals);
+}
+
+WorldOutcome run_rank_processes(const RankProcessSpec& spec, const StopSignals& stop_signals) {
   if (spec.argv.empty()) throw InputError("supervisor: no program to start for the ranks");
   RV_ENFORCE_GE(InputError, spec.world, 1u, "supervisor: a world has at least one rank");
   const std::string program = launch_detail::resolve_program(spec.argv[0]);
@@ -216,7 +227,7 @@ WorldOutcome run_rank_processes(const RankProcessSpec& spec) {
     env.push_back(launch_detail::rank_environment(spec, r));
   }
 
-  const SignalPipe signals;
+  const SignalPipe& signals = stop_signals.pipe();
   World world(spec, signals, Clock::now());
   for (std::uint32_t r = 0; r < spec.world; ++r) {
     try {

@@ -13,7 +13,9 @@
 // - every child is reaped before run_rank_processes returns, and only pids still unreaped are
 //   ever signalled, so a signal can never hit a recycled pid.
 // run_rank_processes takes over SIGCHLD, SIGINT and SIGTERM while it runs (restoring the
-// previous handlers afterwards) and is not reentrant: one world at a time per process.
+// previous handlers afterwards) and is not reentrant: one world at a time per process. A run
+// of several worlds holds one StopSignals for all of them instead, so that a SIGINT or SIGTERM
+// that arrives during one world (or between two) stops the run, not only the current world.
 // PR_SET_PDEATHSIG fires when the calling *thread* ends; the call blocks that thread until the
 // world is reaped, so this holds.
 // The pieces: signal_pipe.h (the handlers and their self-pipe), child_process.h (fork and exec
@@ -22,6 +24,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -73,6 +76,31 @@ struct WorldOutcome {
   // "the deadline of 30 s passed; ranks 0, 1 stopped by the supervisor", "all 4 ranks exited 0"
   std::string describe() const;
 };
+
+namespace launch_detail {
+class SignalPipe;
+}
+
+// SIGCHLD, SIGINT and SIGTERM taken over for as long as it lives (the previous handlers come
+// back when it is destroyed); one at a time per process. A stop signal is remembered: every
+// world run under it after that is stopped as soon as it starts.
+class StopSignals {
+ public:
+  StopSignals();
+  ~StopSignals();
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+  // The first SIGINT or SIGTERM received so far, else 0.
+  int stop_signal() const;
+  const launch_detail::SignalPipe& pipe() const { return *pipe_; }
+
+ private:
+  std::unique_ptr<launch_detail::SignalPipe> pipe_;
+};
+
+// As run_rank_processes, under the caller's StopSignals.
+WorldOutcome run_rank_processes(const RankProcessSpec& spec, const StopSignals& signals);
 
 // Starts spec.world rank processes and waits for all of them. Each child gets
 // REDUCE_VERIFY_RANK=r, REDUCE_VERIFY_WORLD_SIZE=W, REDUCE_VERIFY_LOCAL_RANK=r. Throws

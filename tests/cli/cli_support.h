@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -11,10 +12,18 @@
 
 namespace rv::test {
 
-inline ProcessResult run_tool(const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {RV_TOOL_PATH};
+// The binary under test: this build's, or RV_TOOL_UNDER_TEST (to show that a test fails
+// with an older binary, built from the commit before a fix).
+inline std::string tool_path() {
+  const char* other = std::getenv("RV_TOOL_UNDER_TEST");
+  return other && *other ? other : RV_TOOL_PATH;
+}
+
+inline ProcessResult run_tool(const std::vector<std::string>& args,
+                              const ProcessOptions& options = {}) {
+  std::vector<std::string> argv = {tool_path()};
   argv.insert(argv.end(), args.begin(), args.end());
-  return run_process(argv);
+  return run_process(argv, options);
 }
 
 inline std::string committed_suite() { return RV_SOURCE_DIR "/golden/fixed-order.xxh128"; }

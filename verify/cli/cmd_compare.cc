@@ -6,14 +6,11 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <utility>
 
-#include <nlohmann/json.hpp>
-
-#include "core/case_id.h"
-#include "core/error.h"
 #include "verify/cli/commands.h"
 #include "verify/common/exit_codes.h"
-#include "verify/common/file_io.h"
+#include "verify/golden/report_reader.h"
 
 namespace rv {
 namespace {
@@ -23,64 +20,14 @@ struct CompareOptions {
   bool verbose = false;
 };
 
-// A report's error against exact, summed over its results of one contract and distribution.
-struct AccuracySummary {
-  std::size_t cases = 0;
-  std::uint64_t differing = 0;
-  std::uint32_t max_ulp = 0;
-  double mean_ulp_sum = 0;  // of the per-case mean ulp distances
-};
-
-struct ReportDigests {
-  nlohmann::json fingerprint;
-  std::map<std::string, std::string> digests;       // case id (with contract) → digest
-  std::map<std::string, AccuracySummary> accuracy;  // "contract dist" → summary
-};
-
 // Contracts with portable bits: their digests must agree between any two boxes.
 bool portable(const std::string& id) {
   return id.rfind("contract=fixed-order,", 0) == 0 || id.rfind("contract=exact,", 0) == 0;
 }
 
-ReportDigests load(const std::string& path) {
-  const std::string text = read_file_bytes(path, std::uint64_t{1} << 30);
-  nlohmann::json json;
-  try {
-    json = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& error) {
-    throw InputError(path + ": not JSON: " + error.what());
-  }
-  if (!json.is_object() || !json.contains("results") || !json["results"].is_array()) {
-    throw InputError(path + ": not a reduce-verify run report (no \"results\" array)");
-  }
-  ReportDigests report;
-  report.fingerprint = json.value("fingerprint", nlohmann::json::object());
-  for (const auto& result : json["results"]) {
-    if (!result.is_object() || !result.contains("case")) {
-      throw InputError(path + ": a result without a \"case\"");
-    }
-    const std::string verdict = result.value("verdict", "");
-    const std::string digest = result.value("digest", "");
-    if (verdict == "SKIPPED" || digest.empty()) continue;
-    const std::string id = result["case"].get<std::string>();
-    report.digests[id] = digest;
-    if (result.contains("vs_exact") && result["vs_exact"].is_object()) {
-      const auto& e = result["vs_exact"];
-      const CaseId parsed = parse_case_id(id);  // a report's ids are canonical
-      AccuracySummary& summary = report.accuracy[std::string(to_string(parsed.contract)) + " " +
-                                                 std::string(to_string(parsed.dist))];
-      ++summary.cases;
-      summary.differing += e.value("differing_elements", std::uint64_t{0});
-      summary.max_ulp = std::max(summary.max_ulp, e.value("max_ulp", std::uint32_t{0}));
-      summary.mean_ulp_sum += e.value("mean_ulp", 0.0);
-    }
-  }
-  return report;
-}
-
 int run_compare(const CompareOptions& options) {
-  const ReportDigests a = load(options.a);
-  const ReportDigests b = load(options.b);
+  const ReportDigests a = read_report(options.a);
+  const ReportDigests b = read_report(options.b);
 
   std::size_t agree = 0, differ = 0, library_agree = 0, library_differ = 0;
   std::size_t only_a = 0, only_b = 0;
@@ -135,7 +82,16 @@ int run_compare(const CompareOptions& options) {
             << " differ (reported, not failures)\n";
   std::cout << "only in A: " << only_a << ", only in B: " << only_b << "\n";
   std::cout << agree << " passed, " << differ << " failed\n";
-  if (differ > 0) return kExitVerificationFailed;
+  // A report whose own run failed proves nothing by agreeing with another one.
+  bool run_failed = false;
+  for (const auto& [report, path] : {std::pair{&a, &options.a}, std::pair{&b, &options.b}}) {
+    if (report->failed_verdicts == 0 && report->world_failures == 0) continue;
+    run_failed = true;
+    std::cerr << "reduce-verify compare: " << *path << ": its run did not verify ("
+              << report->failed_verdicts << " results FAILED, " << report->world_failures
+              << " worlds failed)\n";
+  }
+  if (differ > 0 || run_failed) return kExitVerificationFailed;
   if (agree == 0) {
     std::cerr << "reduce-verify compare: the reports share no fixed-order or exact case\n";
     return kExitVerificationFailed;

@@ -1,9 +1,9 @@
 // reduce-verify digest: the digest of one reduced arena, from a case id, case options or
 // raw per-rank input files. The first token of the line is the digest; --dump writes the
 // reduced arena, whose `xxh128sum` is that digest.
-#include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "core/case_reduction.h"
 #include "core/emulated_world.h"
@@ -13,6 +13,7 @@
 #include "verify/cli/commands.h"
 #include "verify/common/exit_codes.h"
 #include "verify/common/file_io.h"
+#include "verify/common/output_file.h"
 #include "verify/golden/case_matrix.h"
 #include "core/digest/digest.h"
 #include "verify/golden/golden_file.h"
@@ -40,9 +41,8 @@ void digest_inputs(const DigestOptions& options) {
   if (!options.dump.empty()) {
     write_file_atomically(options.dump, reduced.data(), reduced.size() * sizeof(float));
   }
-  std::cout << digest.hex() << "  "
-            << inputs_label(options.inputs, *op, reduced.size(),
-                            exact ? Contract::kExact : Contract::kFixedOrder)
+  std::cout << inputs_line(digest, options.inputs, *op, reduced.size(),
+                           exact ? Contract::kExact : Contract::kFixedOrder)
             << "\n";
 }
 
@@ -53,26 +53,13 @@ void digest_one_case(const CaseId& id, const std::string& dump) {
         "can be re-derived");
   }
   DigestStream stream;
-  std::ofstream out;
-  const std::string temporary = dump + ".partial";
-  if (!dump.empty()) {
-    out.open(temporary, std::ios::binary | std::ios::trunc);
-    if (!out) throw InputError(dump + ": cannot create");
-  }
+  std::optional<OutputFile> out;
+  if (!dump.empty()) out.emplace(dump);
   stream_reference_reduction(id, [&](const float* values, std::size_t count) {
     stream.update_floats(values, count);
-    if (out.is_open()) {
-      out.write(reinterpret_cast<const char*>(values),
-                static_cast<std::streamsize>(count * sizeof(float)));
-    }
+    if (out) out->write(values, count * sizeof(float));
   });
-  if (out.is_open()) {
-    out.close();
-    if (!out || std::rename(temporary.c_str(), dump.c_str()) != 0) {
-      std::remove(temporary.c_str());
-      throw InputError(dump + ": write failed");
-    }
-  }
+  if (out) out->commit();
   std::cout << format_golden_line(stream.finish(), id) << "\n";
 }
 
@@ -86,6 +73,7 @@ int run_digest(const DigestOptions& options) {
         "digest: give exactly one of --case ID, case options (--world, --count, …) "
         "or --inputs FILE...");
   }
+  if (!options.dump.empty()) check_output_path(options.dump, "--dump");
   if (by_inputs) {
     digest_inputs(options);
     return kExitVerified;

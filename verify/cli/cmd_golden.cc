@@ -17,6 +17,7 @@
 #include "verify/cli/parallel.h"
 #include "verify/common/exit_codes.h"
 #include "verify/common/file_io.h"
+#include "verify/common/output_file.h"
 #include "verify/common/progress.h"
 #include "verify/golden/accuracy.h"
 #include "verify/golden/case_matrix.h"
@@ -81,6 +82,9 @@ int run_golden(const GoldenOptions& options) {
   }
   for (const std::string& spec : options.matrix_specs) matrices.push_back(parse_case_matrix(spec));
   if (matrices.empty()) throw InputError("golden: give --world and --count, or --matrix SPEC");
+  // Outputs are checked before the (long) proof, not found unwritable after it.
+  if (!options.output.empty() && options.output != "-") check_output_path(options.output, "-o");
+  if (!options.accuracy.empty()) check_output_path(options.accuracy, "--accuracy");
 
   std::vector<CaseId> cases;
   for (const CaseMatrix& matrix : matrices) {

@@ -1,6 +1,7 @@
 // reduce-verify run: live multi-rank reductions against the golden digests (docs/DESIGN.md §5,
 // §6). Under a launcher this process is one rank; with none it is the supervisor of the
 // worlds it spawns (or, on cuda-loopback, all ranks of one GPU at once).
+#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -11,7 +12,11 @@
 #include "core/fp_environment.h"
 #include "core/rendezvous/launcher_env.h"
 #include "verify/cli/commands.h"
+#include "verify/common/exit_codes.h"
+#include "verify/common/output_file.h"
 #include "verify/live/rank_worker.h"
+#include "verify/live/rendezvous.h"
+#include "verify/live/stale_runs.h"
 #include "verify/live/supervised_run.h"
 
 namespace rv {
@@ -30,18 +35,77 @@ struct RunCommand {
   std::string transport = "auto", contract = "all";  // parsed into options in run_run
   std::vector<std::string> args;  // the whole command line after the program name
   std::uint32_t max_world = 0;
+  bool clean = false;
 };
+
+// CLI11's range check reads a word that is no number as out of range; this says what it is.
+CLI::Validator number_of(const std::string& what) {
+  return CLI::Validator(
+      [what](std::string& text) -> std::string {
+        double value = 0;
+        if (CLI::detail::lexical_cast(text, value)) return "";
+        return "'" + text + "' is not a number (" + what + ")";
+      },
+      "", "number");
+}
+
+// `--world 2 3` reads, to CLI11, as the list 2, 3; the ranks would take the 3 as a stray
+// argument. One list per --world, comma-separated, is the only spelling.
+void refuse_spaced_world_list(const std::vector<std::string>& args) {
+  for (std::size_t i = 0; i + 2 < args.size(); ++i) {
+    if (args[i] != "--world") continue;
+    const std::string& next = args[i + 2];
+    if (!next.empty() && next[0] != '-') {
+      throw InputError("--world " + args[i + 1] + " " + next +
+                       ": one comma-separated list, e.g. --world " + args[i + 1] + "," + next +
+                       " (stray argument '" + next + "')");
+    }
+  }
+}
+
+int clean_stale_runs(const RunOptions& options) {
+  std::vector<std::string> removed;
+  const char* tmpdir = std::getenv("TMPDIR");
+  for (const std::string& dir :
+       remove_stale_runs(tmpdir && *tmpdir ? tmpdir : "/tmp", "reduce-verify-")) {
+    removed.push_back(dir);
+  }
+  if (const auto root = given_rendezvous_root(options, process_env())) {
+    for (const std::string& dir : remove_stale_runs(*root, "")) removed.push_back(dir);
+  }
+  for (const std::string& dir : removed) std::cout << "removed " << dir << "\n";
+  std::cout << removed.size() << " stale run directories removed\n";
+  return kExitVerified;
+}
 
 int run_run(RunCommand& command) {
   enforce_ieee_fp_environment();
   RunOptions& options = command.options;
   options.transport = transport_choice_names().at(command.transport);
   options.contract = contract_selection_names().at(command.contract);
+  if (command.clean) return clean_stale_runs(options);
+  refuse_spaced_world_list(command.args);
   if (command.max_world) options.max_world = command.max_world;
   if (options.iters < 1) throw InputError("--iters must be at least 1");
   if (!(options.timeout_seconds > 0)) throw InputError("--timeout must be positive");
-  if (!options.inputs.empty()) options.inputs_contract();  // refuses library-sum
+  if (!options.inputs.empty()) {
+    options.inputs_contract();  // refuses library-sum
+    const std::uint32_t files = static_cast<std::uint32_t>(options.inputs.size());
+    if (!options.worlds.empty() && (options.worlds.size() != 1 || options.worlds[0] != files)) {
+      std::string worlds;
+      for (std::uint32_t w : options.worlds)
+        worlds += (worlds.empty() ? "" : ",") + std::to_string(w);
+      throw InputError("--world " + worlds + " does not match --inputs: " + std::to_string(files) +
+                       " files, one per rank (W = " + std::to_string(files) + ")");
+    }
+  }
   const std::optional<LaunchRank> launch = detect_launch_rank(process_env());
+  // The outputs are checked before any rank starts, by the process that writes them (the
+  // supervisor, or rank 0 of an external launch), so a path that cannot be written fails now.
+  if (!launch || launch->rank == 0) {
+    if (!options.report_path.empty()) check_output_path(options.report_path, "--report");
+    if (!options.junit_path.empty()) check_output_path(options.junit_path, "--junit");
+  }
   if (launch) return run_as_rank(options, *launch);
   return run_supervised(options, command.args);
 }
@@ -69,14 +133,18 @@ void setup_run(CLI::App& app, int& exit_code) {
                   "run only this case id (repeatable; its data: --contract chooses what runs)");
   cmd->add_option("--world", o.worlds, "run only the cases of these world sizes, e.g. 2,3,8")
       ->delimiter(',')
+      ->check(number_of("a world size"))
       ->check(CLI::Range(1u, kMaxWorld));
   cmd->add_option("--max-world", command->max_world,
                   "skip (and count) cases of larger W (default: 8 on gloo, the GPU count on nccl)")
+      ->check(number_of("a world size"))
       ->check(CLI::Range(1u, kMaxWorld));
   cmd->add_option("--iters", o.iters, "repeat every reduction K times; all must agree (default 1)")
+      ->check(number_of("a count"))
       ->check(CLI::Range(1u, 1000u));
   cmd->add_option("--timeout", o.timeout_seconds,
                   "deadline in seconds for every blocking wait (default 60)")
+      ->check(number_of("seconds"))
       ->check(CLI::Range(0.1, 86400.0));
   cmd->add_option("--report", o.report_path, "write the JSON report here");
   cmd->add_option("--junit", o.junit_path, "write a JUnit XML file here");
@@ -100,6 +168,10 @@ void setup_run(CLI::App& app, int& exit_code) {
   cmd->add_flag("--accuracy", o.accuracy,
                 "rank 0 also measures every fixed-order and library-sum result against the "
                 "exact contract's (differing elements, max and mean ulp) for the report");
+  cmd->add_flag("--clean", command->clean,
+                "only remove what killed supervisors of this user left (their private rendezvous "
+                "directories under TMPDIR, their job directories under --rendezvous), then exit; "
+                "every supervised run does this too when it starts");
   cmd->callback([command, &exit_code] {
     command->args = command_line_arguments();
     exit_code = run_run(*command);

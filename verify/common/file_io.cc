@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "verify/common/output_file.h"
 
 namespace rv {
 
@@ -56,22 +57,9 @@ std::vector<float> read_f32_file(const std::string& path, std::uint64_t max_elem
 }
 
 void write_file_atomically(const std::string& path, const void* bytes, std::size_t size) {
-  const std::string temporary = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out) throw InputError(path + ": cannot create: " + std::strerror(errno));
-    out.write(static_cast<const char*>(bytes), static_cast<std::streamsize>(size));
-    out.flush();
-    if (!out) {
-      std::remove(temporary.c_str());
-      throw InputError(path + ": write failed: " + std::strerror(errno));
-    }
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    const int saved = errno;
-    std::remove(temporary.c_str());
-    throw InputError(path + ": cannot rename into place: " + std::strerror(saved));
-  }
+  OutputFile out(path);
+  out.write(bytes, size);
+  out.commit();
 }
 
 }  // namespace rv

@@ -18,7 +18,8 @@ std::string read_file_bytes(const std::string& path, std::uint64_t max_bytes);
 // A raw little-endian binary32 arena; its size must be a multiple of 4.
 std::vector<float> read_f32_file(const std::string& path, std::uint64_t max_elements);
 
-// Writes atomically (a temporary beside it, then rename), so a reader never sees half.
+// Writes an output file as verify/common/output_file.h says: a regular file is replaced
+// whole (a temporary beside it, then rename), a FIFO or a character device is written in place.
 void write_file_atomically(const std::string& path, const void* bytes, std::size_t size);
 
 }  // namespace rv

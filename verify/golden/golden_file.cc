@@ -1,5 +1,7 @@
 #include "verify/golden/golden_file.h"
 
+#include <map>
+
 #include "core/error.h"
 #include "verify/common/file_io.h"
 
@@ -77,6 +79,26 @@ GoldenFile parse_golden_text(std::string_view text, std::string path) {
 
 GoldenFile read_golden_file(const std::string& path) {
   return parse_golden_text(read_file_bytes(path, kMaxFileBytes), path);
+}
+
+std::vector<DigestConflict> digest_conflicts(const std::vector<const GoldenFile*>& files) {
+  struct First {
+    Digest digest;
+    std::string where;
+  };
+  std::map<std::string, First> seen;
+  std::vector<DigestConflict> conflicts;
+  for (const GoldenFile* file : files) {
+    for (const GoldenEntry& entry : file->entries) {
+      const std::string where = file->path + ":" + std::to_string(entry.line);
+      const std::string id = format_case_id(entry.id);
+      const auto [it, added] = seen.emplace(id, First{entry.digest, where});
+      if (!added && !(it->second.digest == entry.digest)) {
+        conflicts.push_back({id, it->second.where, where, it->second.digest, entry.digest});
+      }
+    }
+  }
+  return conflicts;
 }
 
 std::string format_golden_line(const Digest& digest, const CaseId& id) {

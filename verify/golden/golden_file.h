@@ -49,6 +49,18 @@ GoldenFile parse_golden_text(std::string_view text, std::string path);
 // larger than any golden file could be.
 GoldenFile read_golden_file(const std::string& path);
 
+// Two lines that give one case (its contract included) two different digests: one of them is
+// wrong, and which one a run is held to must not depend on the order of lines or files. A
+// case given the same digest twice is no conflict.
+struct DigestConflict {
+  std::string id;             // the canonical case id
+  std::string first, second;  // "file:line" of the two lines, in reading order
+  Digest first_digest, second_digest;
+};
+
+// Every conflict among the entries of `files`, read in order. Never throws.
+std::vector<DigestConflict> digest_conflicts(const std::vector<const GoldenFile*>& files);
+
 // `<digest>  <case-id>`
 std::string format_golden_line(const Digest& digest, const CaseId& id);
 

@@ -51,6 +51,31 @@ std::string inputs_label(const std::vector<std::string>& files, Op op, std::size
   return label;
 }
 
+std::string inputs_line(const Digest& digest, const std::vector<std::string>& files, Op op,
+                        std::size_t count, Contract contract) {
+  const std::string label = inputs_label(files, op, count, contract);
+  std::string escaped;
+  bool escapes = false;
+  for (const char c : label) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '\\') {
+      escaped += "\\\\";
+    } else if (c == '\n') {
+      escaped += "\\n";
+    } else if (c == '\r') {
+      escaped += "\\r";
+    } else if (byte < 0x20 || byte == 0x7f) {
+      const char* hex = "0123456789abcdef";
+      escaped += std::string("\\x") + hex[byte >> 4] + hex[byte & 15];
+    } else {
+      escaped += c;
+      continue;
+    }
+    escapes = true;
+  }
+  return (escapes ? "\\" : "") + digest.hex() + "  " + escaped;
+}
+
 CaseId inputs_case(const std::vector<std::string>& files, Op op, std::size_t count,
                    Contract contract) {
   CaseId id;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/case_id.h"
+#include "verify/golden/digest.h"
 
 namespace rv {
 
@@ -23,6 +24,13 @@ std::uint64_t check_raw_inputs(const std::vector<std::string>& files);
 // the same: `contract=fixed-order,op=sum,w=3,n=1000,inputs=a.f32;b.f32;c.f32`.
 std::string inputs_label(const std::vector<std::string>& files, Op op, std::size_t count,
                          Contract contract = Contract::kFixedOrder);
+
+// The whole line: `<digest>  <label>`. A file name with a backslash, a newline or another
+// control character would let the line end early, or forge a line of a golden file: its
+// label is then escaped as xxhsum and sha256sum escape names (`\\` for a backslash, `\n`,
+// `\r`, `\xHH` for other control bytes) and the line starts with a backslash.
+std::string inputs_line(const Digest& digest, const std::vector<std::string>& files, Op op,
+                        std::size_t count, Contract contract = Contract::kFixedOrder);
 
 // The case a `run --inputs` verdict is filed under: the contract, its W, N and op (the data
 // are the files, not a seeded arena).

@@ -53,7 +53,8 @@ std::vector<RankRecord> reduce_exact_on_gpu(const std::vector<std::vector<float>
     if (k == 0) {
       permuted = arenas;
     } else {
-      for (std::uint32_t r : shuffled_delivery_orders(world, ~seed, k)[0]) permuted.push_back(arenas[r]);
+      for (std::uint32_t r : shuffled_delivery_orders(world, ~seed, k)[0])
+        permuted.push_back(arenas[r]);
     }
     const auto reduced = loopback_exact_all_reduce(permuted, op, kDevice);
     for (std::uint32_t r = 0; r < world; ++r) {
@@ -100,7 +101,7 @@ int run_loopback_inputs(const RunOptions& options) {
   const std::size_t n = arenas[0].size();
   results.results.push_back(decide_verdict(inputs_case(options.inputs, op, n, contract), contract,
                                            emulated, pointers(records)));
-  results.inputs_line = emulated.hex() + "  " + inputs_label(options.inputs, op, n, contract);
+  results.inputs_line = inputs_line(emulated, options.inputs, op, n, contract);
   return finish_run(options, {results}, {});
 }
 
@@ -135,7 +136,8 @@ int run_cuda_loopback(const RunOptions& options) {
         const auto arenas = generate_case_arenas(c.id);
         const auto records =
             contract == Contract::kExact
-                ? reduce_exact_on_gpu(arenas, format_case_id(c.id), c.id.seed, c.id.op, options.iters)
+                ? reduce_exact_on_gpu(arenas, format_case_id(c.id), c.id.seed, c.id.op,
+                                      options.iters)
                 : reduce_on_gpu(arenas, format_case_id(c.id), c.id.seed, c.id.op, options.iters);
         results.results.push_back(
             decide_verdict(c.id, contract, c.expected_for(contract), pointers(records)));

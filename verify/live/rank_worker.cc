@@ -112,8 +112,7 @@ RankReport run_inputs(RankSession& s, Op op, InputsExpectation& expected) {
     }
     expected.id = inputs_case(files, op, arena.size(), contract);
     expected.emulated = digest_floats(arenas[0].data(), arenas[0].size());
-    expected.line =
-        expected.emulated.hex() + "  " + inputs_label(files, op, arena.size(), contract);
+    expected.line = inputs_line(expected.emulated, files, op, arena.size(), contract);
   }
   return report;
 }

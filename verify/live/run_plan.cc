@@ -38,8 +38,9 @@ void add_file(const GoldenFile& file, Collected& all) {
     const CaseId data = data_of(entry.id);
     const std::string key = format_case_id(data);
     auto [it, added] = all.index.emplace(key, all.cases.size());
+    const std::string where = file.path + ":" + std::to_string(entry.line);
     if (added) {
-      all.cases.push_back({data, Digest{}, Digest{}, file.path + ":" + std::to_string(entry.line)});
+      all.cases.push_back({data, Digest{}, Digest{}, where});
       all.has_fixed.push_back(false);
       all.has_exact.push_back(false);
     }
@@ -62,13 +63,28 @@ CaseId with_contract(CaseId id, Contract contract) {
 }  // namespace
 
 std::vector<PlannedCase> plan_cases(const RunOptions& options) {
-  Collected all;
+  std::vector<GoldenFile> files;
   if (options.golden_files.empty()) {
     for (const EmbeddedGolden& golden : embedded_golden_files()) {
-      add_file(parse_golden_text(golden.text, std::string("(embedded) ") + golden.path), all);
+      files.push_back(parse_golden_text(golden.text, std::string("(embedded) ") + golden.path));
     }
   } else {
-    for (const std::string& path : options.golden_files) add_file(read_golden_file(path), all);
+    for (const std::string& path : options.golden_files) files.push_back(read_golden_file(path));
+  }
+  Collected all;
+  for (const GoldenFile& file : files) add_file(file, all);
+  // A case given two digests is refused, as `check` fails it: which line held the run would
+  // otherwise depend on the order of the lines.
+  std::vector<const GoldenFile*> read;
+  for (const GoldenFile& file : files) read.push_back(&file);
+  const std::vector<DigestConflict> conflicts = digest_conflicts(read);
+  if (!conflicts.empty()) {
+    const DigestConflict& c = conflicts.front();
+    throw InputError(c.second + ": " + c.id + " has digest " + c.second_digest.hex() + ", but " +
+                     c.first + " gives it " + c.first_digest.hex() +
+                     (conflicts.size() > 1
+                          ? " (" + std::to_string(conflicts.size()) + " conflicts in all)"
+                          : ""));
   }
 
   std::vector<std::size_t> chosen;  // positions in all.cases; new --case ids are appended

@@ -1,9 +1,12 @@
 #include "verify/live/supervised_run.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 
@@ -17,6 +20,7 @@
 #include "verify/live/loopback_run.h"
 #include "verify/live/rendezvous.h"
 #include "verify/live/run_report.h"
+#include "verify/live/stale_runs.h"
 #include "verify/live/transport_factory.h"
 
 namespace rv {
@@ -29,24 +33,46 @@ std::string self_executable() {
   return path.string();
 }
 
+// $TMPDIR (else /tmp), as mkdtemp(3) users take it; a missing or unusable one is named.
+std::string temporary_root() {
+  const char* given = std::getenv("TMPDIR");
+  const std::string dir = given && *given ? given : "/tmp";
+  const std::string who = given && *given ? "TMPDIR=" + dir : dir;
+  struct stat info {};
+  if (::stat(dir.c_str(), &info) != 0) {
+    throw InputError(who + ": " + std::strerror(errno) +
+                     " (the private rendezvous directory goes there; set TMPDIR to a writable "
+                     "directory or give --rendezvous DIR)");
+  }
+  if (!S_ISDIR(info.st_mode)) throw InputError(who + ": not a directory");
+  return dir;
+}
+
+// The supervisor's private rendezvous root, marked as its own while it lives
+// (stale_runs.h) and removed with everything in it when the run ends.
 class TemporaryDirectory {
  public:
-  TemporaryDirectory() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "reduce-verify-XXXXXX").string();
+  explicit TemporaryDirectory(const std::string& parent) {
+    std::string pattern = parent + "/reduce-verify-XXXXXX";
     if (::mkdtemp(pattern.data()) == nullptr) {
-      throw RuntimeFailure("cannot create a rendezvous directory under /tmp");
+      const int error = errno;
+      throw InputError(std::string(std::getenv("TMPDIR") ? "TMPDIR=" : "") + parent +
+                       ": cannot create the rendezvous directory: " + std::strerror(error) +
+                       " (set TMPDIR to a writable directory or give --rendezvous DIR)");
     }
     path_ = pattern;
+    mark_.emplace(path_);
   }
   ~TemporaryDirectory() {
     std::error_code ignored;
     std::filesystem::remove_all(path_, ignored);
+    mark_.reset();
   }
   const std::string& path() const { return path_; }
 
  private:
   std::string path_;
+  std::optional<SupervisorMark> mark_;
 };
 
 // The options a rank process must see: the supervisor's own, with the world and the
@@ -56,10 +82,11 @@ std::vector<std::string> rank_arguments(const std::vector<std::string>& args, st
   std::vector<std::string> out;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    // Drop the supervisor's own --world/--transport/--report/--junit (value in the next arg or
-    // after '='): the ranks get pinned ones, and only the supervisor writes reports.
+    // Drop the supervisor's own --world/--transport/--report/--junit/--job-id (value in the
+    // next arg or after '='): the ranks get pinned ones (a job id per world, in their
+    // environment), and only the supervisor writes reports.
     bool drop = false;
-    for (const char* flag : {"--world", "--transport", "--report", "--junit"}) {
+    for (const char* flag : {"--world", "--transport", "--report", "--junit", "--job-id"}) {
       const std::string f = flag;
       if (a == f) {
         drop = true;
@@ -83,6 +110,12 @@ std::vector<CaseId> ids_of(const std::vector<PlannedCase>& cases) {
   return ids;
 }
 
+std::string world_list(const std::vector<std::uint32_t>& worlds) {
+  std::string text;
+  for (std::uint32_t w : worlds) text += (text.empty() ? "" : ", ") + std::to_string(w);
+  return text;
+}
+
 }  // namespace
 
 int run_supervised(const RunOptions& options, const std::vector<std::string>& args) {
@@ -98,12 +131,32 @@ int run_supervised(const RunOptions& options, const std::vector<std::string>& ar
     input_world = static_cast<std::uint32_t>(options.inputs.size());
   }
   const std::uint32_t max_world = options.max_world.value_or(default_max_world(transport));
+  // --job-id names the run: world W rendezvouses under "<id>-w<W>" (checked here, before any
+  // rank starts, so a too long one is refused by name, not by every rank).
+  if (!options.job_id.empty()) {
+    validate_job_id(options.job_id);
+    try {
+      validate_job_id(options.job_id + "-w" + std::to_string(kMaxWorld));
+    } catch (const InputError& error) {
+      throw InputError("--job-id " + options.job_id +
+                       ": the supervisor names the directory of "
+                       "world W '<id>-w<W>': " +
+                       error.what());
+    }
+  }
 
+  // From here a SIGINT or SIGTERM stops the whole run: the current world's ranks, and every
+  // world not yet started (docs/DESIGN.md §6).
+  const StopSignals signals;
   std::optional<TemporaryDirectory> temporary;
   std::string root = given_rendezvous_root(options, process_env()).value_or("");
   if (root.empty()) {
-    temporary.emplace();
+    const std::string parent = temporary_root();
+    remove_stale_runs(parent, "reduce-verify-");  // what a killed supervisor left
+    temporary.emplace(parent);
     root = temporary->path();
+  } else {
+    remove_stale_runs(root, "");
   }
 
   std::vector<std::pair<std::uint32_t, std::vector<PlannedCase>>> worlds;
@@ -129,20 +182,31 @@ int run_supervised(const RunOptions& options, const std::vector<std::string>& ar
 
   std::vector<WorldResults> results;
   std::vector<WorldFailure> failures;
+  std::vector<std::uint32_t> not_run;
   const std::string program = self_executable();
   {
     Progress progress("run: worlds", worlds.size());  // cleared before the results print
     for (const auto& [w, of_world] : worlds) {
-      const std::string job_id = fresh_world_job_id(w);
+      if (signals.stop_signal() != 0) {
+        not_run.push_back(w);
+        continue;
+      }
+      const std::string job_id = options.job_id.empty() ? fresh_world_job_id(w)
+                                                        : options.job_id + "-w" + std::to_string(w);
+      const std::string job_dir = root + "/" + job_id;
+      std::optional<SupervisorMark> mark;
+      if (!temporary) mark.emplace(job_dir);
       RankProcessSpec spec;
       spec.argv.push_back(program);
       for (const std::string& a : rank_arguments(args, w, transport)) spec.argv.push_back(a);
       spec.world = w;
       spec.env = supervised_rank_env({root, job_id});
-      const WorldOutcome outcome = run_rank_processes(spec);
+      const WorldOutcome outcome = run_rank_processes(spec, signals);
       progress.advance();
-      const std::string world_file = root + "/" + job_id + "/" + kWorldResultsFile;
-      if (!outcome.ok()) {
+      const std::string world_file = job_dir + "/" + kWorldResultsFile;
+      if (outcome.forwarded_signal != 0) {
+        not_run.push_back(w);
+      } else if (!outcome.ok()) {
         WorldFailure failure;
         failure.world = w;
         failure.what = outcome.describe();
@@ -153,20 +217,32 @@ int run_supervised(const RunOptions& options, const std::vector<std::string>& ar
         failure.exit_code = bad_input ? kExitBadInput : kExitRuntimeFailure;
         failure.cases = ids_of(of_world);
         failures.push_back(failure);
-        continue;
+      } else {
+        try {
+          const std::string text = read_file_bytes(world_file, std::uint64_t{1} << 30);
+          results.push_back(world_results_from_json(nlohmann::json::parse(text)));
+        } catch (const std::exception& error) {
+          failures.push_back({w, std::string("rank 0 left no readable results: ") + error.what(),
+                              kExitRuntimeFailure, ids_of(of_world)});
+        }
       }
-      try {
-        const std::string text = read_file_bytes(world_file, std::uint64_t{1} << 30);
-        results.push_back(world_results_from_json(nlohmann::json::parse(text)));
-      } catch (const std::exception& error) {
-        failures.push_back({w, std::string("rank 0 left no readable results: ") + error.what(),
-                            kExitRuntimeFailure, ids_of(of_world)});
-      }
+      // Every world's directory goes when the world is over, whether it passed or not (the
+      // private root goes as a whole at the end).
       if (!temporary) {
         std::error_code ignored;
-        std::filesystem::remove_all(root + "/" + job_id, ignored);
+        std::filesystem::remove_all(job_dir, ignored);
       }
     }
+  }
+  if (const int signal = signals.stop_signal()) {
+    std::cerr << "reduce-verify: run stopped by " << signal_name(signal) << "; "
+              << (not_run.size() == 1 ? "the world of W = " : "the worlds of W = ")
+              << world_list(not_run) << " did not finish; no report written"
+              << (options.report_path.empty() && options.junit_path.empty()
+                      ? ""
+                      : " (an earlier one is left as it was)")
+              << "\n";
+    return 128 + signal;
   }
   return finish_run(options, results, skipped, failures);
 }
