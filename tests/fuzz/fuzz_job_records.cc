@@ -1,4 +1,4 @@
-// libFuzzer target: the readers of the job directory's records (core/launch/job_directory.h),
+// libFuzzer target: the readers of the job directory's records (core/rendezvous/job_directory.h),
 // through its one public entry, JobDirectory::open, over a real directory. The input is split
 // at its first two NUL bytes into three records. A rank 1 of a world of 2 finds the first as
 // the world record (the second as `ready`, the third as `closed` when not empty); a rank 0
@@ -19,7 +19,7 @@
 #include <thread>
 
 #include "core/error.h"
-#include "core/launch/job_directory.h"
+#include "core/rendezvous/job_directory.h"
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/case_id.h"
-#include "verify/golden/digest.h"
+#include "core/digest/digest.h"
 
 namespace rv {
 

@@ -11,7 +11,7 @@
 #include <optional>
 #include <sstream>
 
-#include "core/launch/atomic_file.h"
+#include "core/rendezvous/atomic_file.h"
 
 namespace rv {
 namespace {
