@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "core/contract.h"
-#include "core/emulated_world.h"
+#include "core/oracle/emulated_world.h"
 
 namespace rv {
 

@@ -11,7 +11,7 @@
 
 #include "core/arena.h"
 #include "core/error.h"
-#include "core/exact/exact_reduction.h"
+#include "core/oracle/reference.h"
 #include "tests/gpu/gpu_test_support.h"
 
 namespace rv {

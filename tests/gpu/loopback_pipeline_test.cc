@@ -15,7 +15,7 @@
 
 #include "core/arena.h"
 #include "core/cuda/loopback_world.h"
-#include "core/emulated_world.h"
+#include "core/oracle/emulated_world.h"
 #include "tests/gpu/gpu_test_support.h"
 
 namespace rv {

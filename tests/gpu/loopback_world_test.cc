@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/arena.h"
-#include "core/emulated_world.h"
+#include "core/oracle/emulated_world.h"
 #include "core/error.h"
 #include "tests/gpu/gpu_test_support.h"
 

@@ -6,11 +6,12 @@
 #include "verify/live/run_report.h"
 
 #if defined(RV_HAVE_CUDA)
-#include "core/case_reduction.h"
+#include "core/oracle/case_reduction.h"
 #include "core/cuda/device_info.h"
 #include "core/cuda/loopback_exact.h"
 #include "core/cuda/loopback_world.h"
-#include "core/emulated_world.h"
+#include "core/oracle/emulated_world.h"
+#include "core/oracle/reference.h"
 #include "verify/golden/raw_inputs.h"
 #endif
 
@@ -90,12 +91,8 @@ int run_loopback_inputs(const RunOptions& options) {
   const bool exact = contract == Contract::kExact;
   const auto records = exact ? reduce_exact_on_gpu(arenas, "inputs", 0, op, options.iters)
                              : reduce_on_gpu(arenas, "inputs", 0, op, options.iters);
-  if (exact) {
-    EmulatedWorld(world).all_reduce_exact(arenas, op);
-  } else {
-    EmulatedWorld(world).all_reduce(arenas, op);
-  }
-  const Digest emulated = digest_floats(arenas[0].data(), arenas[0].size());
+  const std::vector<float> expected_arena = expected_reduction(arenas, contract, op);
+  const Digest emulated = digest_floats(expected_arena.data(), expected_arena.size());
   WorldResults results = loopback_world_results(world);
   const std::size_t n = arenas[0].size();
   results.results.push_back(decide_verdict(inputs_case(options.inputs, op, n, contract), contract,
