@@ -3,7 +3,9 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/device_buffer.h"
@@ -21,10 +23,11 @@ constexpr std::size_t kWordAlignment = 2;  // words
 class CudaLoopbackTransport final : public in_process::InProcessTransport {
  public:
   CudaLoopbackTransport(in_process::InProcessWorld& world, std::uint32_t rank, int device,
-                        void* stream)
+                        void* stream, std::mutex& issue)
       : InProcessTransport(world, rank),
         device_(device),
-        stream_(static_cast<cudaStream_t>(stream)) {}
+        stream_(static_cast<cudaStream_t>(stream)),
+        issue_(issue) {}
 
   std::string name() const override { return "cuda-loopback"; }
   std::string library_version() const override {
@@ -71,6 +74,14 @@ class CudaLoopbackTransport final : public in_process::InProcessTransport {
     RV_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
   }
 
+  // One rank issues its copies at a time, as one thread would issue them all: the W rank
+  // threads then never contend inside the runtime for its W^2 copies per exchange, while the
+  // copies of every rank still run at once on their streams.
+  void copy_all(const std::vector<Copy>& copies) override {
+    const std::lock_guard<std::mutex> lock(issue_);
+    for (const Copy& c : copies) copy(c.dst, c.src, c.bytes);
+  }
+
   void copy_any(void* dst, bool dst_on_device, const void* src, bool src_on_device,
                 std::size_t bytes) override {
     if (!dst_on_device && !src_on_device) {
@@ -99,6 +110,7 @@ class CudaLoopbackTransport final : public in_process::InProcessTransport {
 
   const int device_;
   const cudaStream_t stream_;
+  std::mutex& issue_;   // the world's: see copy_all
   DeviceBuffer table_;  // rank 0's combine table, grown when a call needs more
 };
 
@@ -119,7 +131,8 @@ std::unique_ptr<Transport> CudaLoopbackWorld::connect(std::uint32_t rank,
                                                       const CudaFoldDevice& device) {
   RV_ENFORCE_LT(InputError, rank, world_.world_size(), "cuda-loopback rank");
   RV_ENFORCE_EQ(InputError, device.device(), device_, "cuda-loopback: the GPU of rank", rank);
-  return std::make_unique<CudaLoopbackTransport>(world_, rank, device.device(), device.stream());
+  return std::make_unique<CudaLoopbackTransport>(world_, rank, device.device(), device.stream(),
+                                                 issue_);
 }
 
 }  // namespace rv::cuda_loopback

@@ -2,12 +2,12 @@
 // threads of this process, every rank's memory on one GPU, device-to-device copies as the
 // byte mover. It is the in-process world (core/transport/in_process) with another mover: each
 // rank's transport issues its copies with cudaMemcpyAsync on that rank's own stream (its
-// CudaFoldDevice's) and synchronises the stream before the meeting that releases the
-// buffers, so the real reducers (core/reducer) run over it unchanged, one rank thread per
-// logical rank, each with its own devices. The exchanges' copies into a rank are issued in a
-// seeded shuffled order of the source ranks, new at every exchange: the slot is still the
-// source rank's, so the bits must not change, and that is what running the suite over it
-// proves on any single GPU.
+// CudaFoldDevice's; one rank issuing at a time, so the W threads never contend inside the
+// runtime) and synchronises the stream before the meeting that releases the buffers, so the real
+// reducers (core/reducer) run over it unchanged, one rank thread per logical rank, each with its
+// own devices. The exchanges' copies into a rank are issued in a seeded shuffled order of the
+// source ranks, new at every exchange: the slot is still the source rank's, so the bits must not
+// change, and that is what running the suite over it proves on any single GPU.
 //
 // Memory: exchanges and all_reduce_int64 take device memory of the GPU; all_gather and
 // broadcast take host or device memory (the agreement records live on the host); max_int
@@ -23,6 +23,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 
 #include "core/cuda/cuda_fold_device.h"
 #include "core/transport/in_process/in_process_world.h"
@@ -53,6 +54,7 @@ class CudaLoopbackWorld {
  private:
   in_process::InProcessWorld world_;
   const int device_;
+  std::mutex issue_;  // held by a rank while it issues an exchange's copies
 };
 
 }  // namespace rv::cuda_loopback

@@ -56,6 +56,13 @@ class InProcessTransport : public Transport {
                         std::size_t bytes);
   virtual bool on_device(const void* /*p*/) const { return false; }
   virtual void settle() {}
+  // An exchange's copies into this rank, in delivery order: copy() each, by default.
+  struct Copy {
+    void* dst;
+    const void* src;
+    std::size_t bytes;
+  };
+  virtual void copy_all(const std::vector<Copy>& copies);
 
   // One meeting of the world (InProcessWorld::meet) for this rank.
   std::vector<const void*> meet(const void* post) { return world_.meet(rank_, post); }

@@ -21,6 +21,10 @@ void InProcessTransport::copy(void* dst, const void* src, std::size_t bytes) {
   std::memcpy(dst, src, bytes);
 }
 
+void InProcessTransport::copy_all(const std::vector<Copy>& copies) {
+  for (const Copy& c : copies) copy(c.dst, c.src, c.bytes);
+}
+
 void InProcessTransport::copy_any(void* dst, bool /*dst_on_device*/, const void* src,
                                   bool /*src_on_device*/, std::size_t bytes) {
   std::memcpy(dst, src, bytes);
@@ -60,12 +64,15 @@ void InProcessTransport::exchange(const ExchangePlan& plan) {
     const auto& theirs = *static_cast<const ExchangePlan*>(posts[p]);
     require_same("exchange", p, theirs.send_bytes[rank_], plan.recv_bytes[p]);
   }
+  std::vector<Copy> copies;
   for (std::uint32_t p : world_.delivery_order(rank_, ++exchanges_)) {
     if (plan.recv_bytes[p] == 0) continue;
     const auto& theirs = *static_cast<const ExchangePlan*>(posts[p]);
-    copy(static_cast<char*>(plan.recv) + plan.recv_offset[p],
-         static_cast<const char*>(theirs.send) + theirs.send_offset[rank_], plan.recv_bytes[p]);
+    copies.push_back({static_cast<char*>(plan.recv) + plan.recv_offset[p],
+                      static_cast<const char*>(theirs.send) + theirs.send_offset[rank_],
+                      plan.recv_bytes[p]});
   }
+  copy_all(copies);
   settle();
   meet(nullptr);
 }
