@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "core/arena.h"
-#include "core/case_reduction.h"
-#include "core/emulated_world.h"
 #include "core/digest/digest.h"
+#include "core/oracle/case_reduction.h"
+#include "core/oracle/emulated_world.h"
 
 namespace rv {
 namespace {

@@ -3,14 +3,14 @@
 # with one NVIDIA GPU, from the bundle ci/device/build-bundle.sh staged in build-device/:
 #   1. the machine: GPU, driver, NCCL libraries present
 #   2. the gpu tests, once under each NCCL library (LD_LIBRARY_PATH picks it), into tests.log
-#   3. the fold benchmark (fold vs cudaMemcpy D2D), the exact kernels' benchmark (encode,
-#      round, agreement vs cudaMemcpy D2D) and the loopback world's overlap benchmark (the
-#      reduction in 1, 2, 4, 8 pieces against its copies alone and its folds alone), JSON with
-#      GPU/driver/CUDA/NCCL context; the benchmarks' console output goes into the reports
-#      archive (bench.log), keeping $OUT at 8 files
+#   3. the fold benchmark (fold vs cudaMemcpy D2D) and the exact kernels' benchmark (encode,
+#      round, agreement vs cudaMemcpy D2D), JSON with GPU/driver/CUDA/NCCL context; the
+#      benchmarks' console output goes into the reports archive (bench.log), keeping $OUT at
+#      8 files
 #   4. a world-of-one smoke run of the NCCL benchmark (it measures only with >= 2 GPUs)
 #   5. the CLI, when the bundle has it: info, run --transport cuda-loopback over the
-#      committed suite and over raw special-value inputs, run --transport nccl --world 1,
+#      committed suite (compared with golden/boxes' H200 report; the step's seconds are in
+#      summary.txt) and over raw special-value inputs, run --transport nccl --world 1,
 #      under each NCCL
 # Logs and results go to $OUT (at most 8 files come back: keep it so). Never stops at the
 # first failure: every step runs, and the summary at the end says what failed.
@@ -110,12 +110,6 @@ step "bench_cuda (fold vs cudaMemcpy D2D)" 300 "$log" env "$(libs system)" "$bun
 step "bench_cuda_exact (exact kernels vs cudaMemcpy D2D)" 120 "$log" env "$(libs system)" \
   "$bundle/bin/bench_cuda_exact" --benchmark_repetitions=3 --benchmark_counters_tabular=true \
   --benchmark_out="$out/cuda-exact-h200.json" --benchmark_out_format=json
-# The loopback world pipelined (W = 2, 4, 8; 16 and 256 MiB arenas; 1, 2, 4, 8 pieces).
-step "bench_cuda (loopback: pieces vs copies alone + folds alone)" 120 "$log" \
-  env "$(libs system)" "$bundle/bin/bench_cuda" --benchmark_filter=BM_LoopbackOverlap \
-  --benchmark_repetitions=3 --benchmark_counters_tabular=true \
-  --benchmark_out="$out/cuda-loopback-overlap-h200.json" --benchmark_out_format=json
-
 # 4. The NCCL benchmark as a world of one (a smoke test: it needs >= 2 GPUs to measure).
 step "bench_nccl world of one (smoke, <= 64 MiB)" 120 "$log" env "$(libs system)" \
   REDUCE_VERIFY_RENDEZVOUS="$work/rdv" "$bundle/bin/bench_nccl" \
@@ -146,6 +140,11 @@ EOF
     step "cli[$key] run cuda-loopback (suite)" 300 "$log" env "$(libs "$key")" "$cli" run \
       --transport cuda-loopback --report "$work/reports/h200-cuda-loopback-$key.json" \
       --junit "$work/reports/h200-cuda-loopback-$key.xml"
+    # Every digest against the committed H200 report (cuda-loopback loads no NCCL, so one
+    # committed report serves every key).
+    step "cli[$key] compare cuda-loopback with golden/boxes" 60 "$log" "$cli" compare \
+      "$work/reports/h200-cuda-loopback-$key.json" \
+      "$root/golden/boxes/h200-cuda-loopback-nccl2.28.3.json"
     for op in sum mean; do
       for contract in fixed-order exact; do
         step "cli[$key] run cuda-loopback --inputs (raw specials, $op, $contract)" 60 "$log" \
@@ -196,32 +195,6 @@ for b in data["benchmarks"]:
         continue
     print(f"{b['run_name']:38} {b.get('label', ''):40} {b['bytes_per_element']:6.2f} "
           f"{b['kernel_GBps']:8.1f} {b['copy_GBps']:10.1f} {b['copy_fraction']:9.3f}")
-EOF
-# The loopback overlap medians: does folding hide under the copies, and what do pieces gain?
-python3 - "$out/cuda-loopback-overlap-h200.json" <<'EOF' | tee -a "$summary"
-import json, re, sys
-try:
-    data = json.load(open(sys.argv[1]))
-except Exception as e:
-    print("no loopback overlap JSON:", e); sys.exit(0)
-rows = []
-for b in data["benchmarks"]:
-    if b.get("aggregate_name") != "median":
-        continue
-    m = re.search(r"W:(\d+)/MiB:(\d+)/pieces:(\d+)", b["run_name"])
-    if m:
-        rows.append((tuple(int(x) for x in m.groups()), b))
-one_piece = {key[:2]: b["reduce_ms"] for key, b in rows if key[2] == 1}
-print("loopback overlap (ms; hidden = share of the fold time under the copies; "
-      "vs 1 = reduce time / one piece's)")
-print(f"{'W':>3} {'MiB':>4} {'pieces':>6} {'reduce':>8} {'copies':>8} {'folds':>8} {'serial':>8} "
-      f"{'hidden':>7} {'enqueue':>8} {'GB/s':>7} {'vs 1':>6}")
-for (w, mib, pieces), b in sorted(rows, key=lambda r: r[0]):
-    base = one_piece.get((w, mib))
-    ratio = f"{b['reduce_ms'] / base:6.3f}" if base else "     -"
-    print(f"{w:3} {mib:4} {pieces:6} {b['reduce_ms']:8.3f} {b['copies_ms']:8.3f} {b['folds_ms']:8.3f} "
-          f"{b['serial_ms']:8.3f} {b['hidden_fraction']:7.2f} {b['enqueue_ms']:8.3f} "
-          f"{b['traffic_GBps']:7.0f} {ratio}")
 EOF
 failed=$(grep -c "rc=[1-9]" "$summary")
 note "steps failed: $failed"

@@ -3,8 +3,8 @@
 #define XXH_INLINE_ALL  // header-only: the binary needs no libxxhash at run time
 #include <xxhash.h>
 
-#include "core/case_reduction.h"
 #include "core/error.h"
+#include "core/oracle/case_reduction.h"
 
 namespace rv {
 

@@ -1,12 +1,11 @@
 // The exact contract on one CPU (docs/DESIGN.md §2): the windowed dataflow of the live
-// reducers over a stacked table of W slots, and a straight reference that shares none of the
-// window and limb logic. The two must agree bit for bit; the tests hold both to an
-// independent MPFR oracle.
+// reducers over a stacked table of W slots. The straight reference it must equal bit for bit
+// (sharing none of the window and limb logic) is the oracle's reference_exact
+// (core/oracle/reference.h); the tests hold both to an independent MPFR oracle.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <vector>
 
 #include "core/contract.h"
 
@@ -24,9 +23,5 @@ void exact_reduce_stacked(const float* stacked, std::uint32_t world, std::size_t
 // takes.
 void check_stacked_table(const char* who, std::uint32_t world, std::size_t slot_stride,
                          std::size_t n);
-
-// The straight reference: per element, the W addends' integers k added at their own bit
-// positions into one wide accumulator (no windows, no limbs), the specials counted, rounded.
-std::vector<float> reference_exact(const std::vector<std::vector<float>>& arenas, Op op);
 
 }  // namespace rv

@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "core/case_reduction.h"
-#include "core/fold_law.h"
-#include "core/shard_plan.h"
 #include "core/digest/digest.h"
+#include "core/fold_law.h"
+#include "core/oracle/case_reduction.h"
+#include "core/shard_plan.h"
 #include "verify/golden/golden_file.h"
 
 namespace rv {

@@ -3,7 +3,7 @@
 // seeded shuffles up to W = 64 — with uneven and empty shards. The data is order-sensitive
 // (a fold in arrival order would differ), so an implementation that folded in arrival order
 // or misplaced a copy would fail here.
-#include "core/emulated_world.h"
+#include "core/oracle/emulated_world.h"
 
 #include <gtest/gtest.h>
 
@@ -14,9 +14,10 @@
 #include <vector>
 
 #include "core/arena.h"
-#include "core/case_reduction.h"
 #include "core/error.h"
 #include "core/fold_law.h"
+#include "core/oracle/case_reduction.h"
+#include "core/oracle/reference.h"
 
 namespace rv {
 namespace {
@@ -27,6 +28,12 @@ Arenas make_arenas(std::uint32_t w, std::size_t n, Distribution dist, std::uint6
   Arenas arenas;
   for (std::uint32_t r = 0; r < w; ++r) arenas.push_back(generate_arena({1, dist, seed}, r, n));
   return arenas;
+}
+
+std::vector<std::uint32_t> bits_of(const std::vector<float>& values) {
+  std::vector<std::uint32_t> bits;
+  for (float v : values) bits.push_back(float_bits(v));
+  return bits;
 }
 
 // Counts that give uneven shards, empty shards (N < W) and an empty arena.
@@ -229,6 +236,38 @@ TEST(EmulatedWorld, BadArenasAreInputErrors) {
   EXPECT_THROW(EmulatedWorld(3).all_reduce(three, Op::kSum), InputError);
   EXPECT_THROW(reference_fold(three, Op::kSum), InputError);
   EXPECT_THROW(reference_fold({}, Op::kSum), InputError);
+}
+
+// The one expectation for raw inputs (`run --inputs`, `digest --inputs`) is the straight
+// reference of the contract asked for, which EmulatedWorld's dataflow equals; the two
+// contracts differ on this data, so a swapped or defaulted contract fails here.
+TEST(Oracle, ExpectedReductionIsTheContractsStraightReference) {
+  bool contracts_differ = false;
+  for (std::uint32_t w : {1u, 3u, 7u}) {
+    for (std::size_t n : {std::size_t{0}, std::size_t{5}, std::size_t{1000}}) {
+      for (Distribution dist : kAllDistributions) {
+        for (Op op : {Op::kSum, Op::kMean}) {
+          const Arenas inputs = make_arenas(w, n, dist, 31 + n);
+          const std::vector<float> fixed = expected_reduction(inputs, Contract::kFixedOrder, op);
+          const std::vector<float> exact = expected_reduction(inputs, Contract::kExact, op);
+          Arenas emulated = inputs, emulated_exact = inputs;
+          EmulatedWorld(w).all_reduce(emulated, op, shuffled_delivery_orders(w, 3, n));
+          EmulatedWorld(w).all_reduce_exact(emulated_exact, op);
+          const std::string what = describe(w, n, op, {}) + " " + std::string(to_string(dist));
+          EXPECT_EQ(bits_of(fixed), bits_of(reference_fold(inputs, op))) << what;
+          EXPECT_EQ(bits_of(fixed), bits_of(emulated[0])) << what;
+          EXPECT_EQ(bits_of(exact), bits_of(reference_exact(inputs, op))) << what;
+          EXPECT_EQ(bits_of(exact), bits_of(emulated_exact[w - 1])) << what;
+          contracts_differ = contracts_differ || bits_of(fixed) != bits_of(exact);
+        }
+      }
+    }
+  }
+  EXPECT_TRUE(contracts_differ) << "the data must tell the two contracts apart";
+  EXPECT_THROW(expected_reduction(make_arenas(2, 4, Distribution::kNormal, 1),
+                                  Contract::kLibrarySum, Op::kSum),
+               InputError);
+  EXPECT_THROW(expected_reduction({}, Contract::kExact, Op::kSum), InputError);
 }
 
 // The streaming re-derivation `check` uses (blocks of 16 Ki elements) gives the reference's

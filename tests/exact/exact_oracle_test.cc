@@ -12,10 +12,11 @@
 #include <vector>
 
 #include "core/arena.h"
-#include "core/emulated_world.h"
 #include "core/exact/exact_law.h"
 #include "core/exact/exact_reduction.h"
 #include "core/fold_law.h"
+#include "core/oracle/emulated_world.h"
+#include "core/oracle/reference.h"
 #include "mpfr_oracle.h"
 #include "tests/support/bit_difference.h"
 

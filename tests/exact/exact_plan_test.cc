@@ -2,6 +2,7 @@
 // for gradient-like data, wider windows where the data is wide, corrupt agreement words
 // refused, and results unchanged by a permutation of the ranks.
 #include "core/exact/exact_plan.h"
+#include "core/oracle/reference.h"
 
 #include <gtest/gtest.h>
 
@@ -11,12 +12,12 @@
 #include <vector>
 
 #include "core/arena.h"
-#include "core/emulated_world.h"
 #include "core/error.h"
 #include "core/exact/exact_law.h"
 #include "core/exact/exact_reduction.h"
 #include "core/exact/host_exact.h"
 #include "core/fold_law.h"
+#include "core/oracle/emulated_world.h"
 #include "core/seed_law.h"
 
 namespace rv {
@@ -57,14 +58,15 @@ TEST(ExactPlan, LimbWidthKeepsEverySumInsideAnInt64) {
 // Bytes the library's int64 sum moves per element, against binary32's 4.
 double bytes_per_element(const ExactPlan& plan) {
   const double agreement = 8.0 * exact::kAgreementWords / exact::kBlock;
-  return plan.count == 0 ? 0
-                         : 8.0 * static_cast<double>(plan.words) / static_cast<double>(plan.count) +
-                               agreement;
+  return plan.count == 0
+             ? 0
+             : 8.0 * static_cast<double>(plan.words) / static_cast<double>(plan.count) + agreement;
 }
 
 TEST(ExactPlan, GradientLikeDataNeedsOneLimbAndWideDataMore) {
   for (std::uint32_t w : {2u, 8u, 64u}) {
-    const ExactPlan normal = agreed_plan(make_arenas(w, 64 * exact::kBlock, Distribution::kNormal, 1));
+    const ExactPlan normal =
+        agreed_plan(make_arenas(w, 64 * exact::kBlock, Distribution::kNormal, 1));
     for (const ExactBlockSlot& b : normal.blocks) {
       EXPECT_EQ(b.limbs, 1) << "W=" << w;
       EXPECT_EQ(b.special, 0) << "W=" << w;
@@ -139,7 +141,8 @@ TEST(ExactPlan, ALostDigitChangesTheResult) {
   exact_round(sums.data(), plan, Op::kSum, out.data());
   const std::vector<float> want = reference_exact(arenas, Op::kSum);
   std::size_t differing = 0;
-  for (std::size_t i = 0; i < out.size(); ++i) differing += float_bits(out[i]) != float_bits(want[i]);
+  for (std::size_t i = 0; i < out.size(); ++i)
+    differing += float_bits(out[i]) != float_bits(want[i]);
   EXPECT_GT(differing, exact::kBlock / 2);
 }
 

@@ -4,6 +4,7 @@
 // chunk, padded strides, in place into slot 0; sums beside float midpoints whose windows grow
 // past a double's width; and floating-point states where a double sum would round otherwise.
 #include "core/exact/stacked_in_double.h"
+#include "core/oracle/reference.h"
 
 #include <gtest/gtest.h>
 
@@ -145,9 +146,8 @@ TEST(ExactStackedInDouble, OtherFloatingPointStatesGiveTheLawsBits) {
 TEST(ExactStackedInDouble, RejectsBadArguments) {
   float value = 1.0f;
   EXPECT_THROW(exact_reduce_stacked_in_double(&value, 0, 1, 1, Op::kSum, &value), InputError);
-  EXPECT_THROW(
-      exact_reduce_stacked_in_double(&value, exact::kMaxWorld + 1, 1, 1, Op::kSum, &value),
-      InputError);
+  EXPECT_THROW(exact_reduce_stacked_in_double(&value, exact::kMaxWorld + 1, 1, 1, Op::kSum, &value),
+               InputError);
   std::vector<float> two(2, 1.0f);
   EXPECT_THROW(exact_reduce_stacked_in_double(two.data(), 2, 1, 2, Op::kSum, two.data()),
                InputError);  // a stride shorter than a slot

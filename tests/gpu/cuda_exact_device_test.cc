@@ -2,6 +2,7 @@
 // between calls included), and the exact reducer running on it over a transport that stands
 // for W identical ranks, against the straight reference.
 #include "core/cuda/cuda_exact_device.h"
+#include "core/oracle/reference.h"
 
 #include <gtest/gtest.h>
 

@@ -15,9 +15,9 @@
 #include "core/arena.h"
 #include "core/cuda/cuda_fold_device.h"
 #include "core/cuda/device_buffer.h"
-#include "core/emulated_world.h"
 #include "core/error.h"
 #include "core/fold.h"
+#include "core/oracle/emulated_world.h"
 #include "tests/gpu/gpu_test_support.h"
 #include "tests/support/scratch_dir.h"
 

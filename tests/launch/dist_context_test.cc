@@ -3,6 +3,7 @@
 // one thread per rank. The reductions must equal the reference fold bit for bit; a rank that
 // desynchronises is a named error on every rank, not a hang.
 #include "core/launch/dist_context.h"
+#include "core/oracle/reference.h"
 
 #include <chrono>
 #include <cstring>
@@ -16,9 +17,9 @@
 #include <gtest/gtest.h>
 
 #include "core/arena.h"
-#include "core/emulated_world.h"
 #include "core/error.h"
 #include "core/exact/exact_reduction.h"
+#include "core/oracle/emulated_world.h"
 #include "core/transport/gloo/gloo_transport.h"
 #include "tests/support/scratch_dir.h"
 

@@ -11,10 +11,10 @@
 #include <tuple>
 #include <vector>
 
-#include "core/case_reduction.h"
 #include "core/error.h"
 #include "core/exact/exact_law.h"
 #include "core/exact/exact_reduction.h"
+#include "core/oracle/case_reduction.h"
 #include "tests/reducer/reducer_cases.h"
 #include "tests/support/bit_difference.h"
 #include "tests/thread_world/world_transport.h"

@@ -15,9 +15,9 @@
 #include <optional>
 #include <tuple>
 
-#include "core/case_reduction.h"
-#include "core/emulated_world.h"
 #include "core/error.h"
+#include "core/oracle/case_reduction.h"
+#include "core/oracle/emulated_world.h"
 #include "tests/reducer/reducer_cases.h"
 #include "tests/support/bit_difference.h"
 #include "tests/thread_world/world_transport.h"

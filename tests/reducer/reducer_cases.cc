@@ -2,9 +2,10 @@
 
 #include <algorithm>
 
-#include "core/case_reduction.h"
-#include "core/emulated_world.h"
 #include "core/exact/exact_reduction.h"
+#include "core/oracle/case_reduction.h"
+#include "core/oracle/emulated_world.h"
+#include "core/oracle/reference.h"
 
 namespace rv::test {
 

@@ -5,17 +5,16 @@
 #include <memory>
 #include <optional>
 
-#include "core/case_reduction.h"
-#include "core/emulated_world.h"
+#include "core/digest/digest.h"
 #include "core/error.h"
-#include "core/exact/exact_reduction.h"
 #include "core/fp_environment.h"
+#include "core/oracle/case_reduction.h"
+#include "core/oracle/reference.h"
 #include "verify/cli/commands.h"
 #include "verify/common/exit_codes.h"
 #include "verify/common/file_io.h"
 #include "verify/common/output_file.h"
 #include "verify/golden/case_matrix.h"
-#include "core/digest/digest.h"
 #include "verify/golden/golden_file.h"
 #include "verify/golden/raw_inputs.h"
 
@@ -36,7 +35,7 @@ void digest_inputs(const DigestOptions& options) {
   const auto arenas = read_raw_inputs(options.inputs);
   const bool exact = options.matrix.contract == "exact";
   const std::vector<float> reduced =
-      exact ? reference_exact(arenas, *op) : reference_fold(arenas, *op);
+      expected_reduction(arenas, exact ? Contract::kExact : Contract::kFixedOrder, *op);
   const Digest digest = digest_floats(reduced.data(), reduced.size());
   if (!options.dump.empty()) {
     write_file_atomically(options.dump, reduced.data(), reduced.size() * sizeof(float));

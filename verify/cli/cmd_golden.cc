@@ -9,10 +9,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/case_reduction.h"
-#include "core/emulated_world.h"
 #include "core/error.h"
 #include "core/fp_environment.h"
+#include "core/oracle/case_reduction.h"
+#include "core/oracle/emulated_world.h"
+#include "core/oracle/reference.h"
 #include "verify/cli/commands.h"
 #include "verify/cli/parallel.h"
 #include "verify/common/exit_codes.h"

@@ -150,7 +150,7 @@ void setup_run(CLI::App& app, int& exit_code) {
   cmd->add_option("--junit", o.junit_path, "write a JUnit XML file here");
   cmd->add_option("--inputs", o.inputs,
                   "raw binary32 files, file r = rank r: reduce them live (under fixed-order, or "
-                  "exact with --contract exact) and compare with the emulation; prints the line "
+                  "exact with --contract exact) and compare with the reference; prints the line "
                   "`digest --inputs` prints");
   cmd->add_option("--op", o.op, "with --inputs: sum or mean (default sum)")
       ->check(CLI::IsMember({"sum", "mean"}));

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <limits>
 
-#include "core/case_reduction.h"
 #include "core/error.h"
 #include "core/fold_law.h"
+#include "core/oracle/case_reduction.h"
 
 namespace rv {
 

@@ -5,11 +5,12 @@
 #include <string>
 #include <vector>
 
-#include "core/case_reduction.h"
-#include "core/emulated_world.h"
 #include "core/error.h"
 #include "core/exact/exact_reduction.h"
 #include "core/fold_law.h"
+#include "core/oracle/case_reduction.h"
+#include "core/oracle/emulated_world.h"
+#include "core/oracle/reference.h"
 
 namespace rv {
 namespace {

@@ -6,11 +6,11 @@
 #include "verify/live/run_report.h"
 
 #if defined(RV_HAVE_CUDA)
-#include "core/case_reduction.h"
+#include "core/arena.h"
 #include "core/cuda/device_info.h"
-#include "core/cuda/loopback_exact.h"
-#include "core/cuda/loopback_world.h"
-#include "core/emulated_world.h"
+#include "core/oracle/emulated_world.h"
+#include "core/oracle/reference.h"
+#include "core/transport/cuda_loopback/loopback_ranks.h"
 #include "verify/golden/raw_inputs.h"
 #endif
 
@@ -19,51 +19,41 @@ namespace rv {
 #if defined(RV_HAVE_CUDA)
 namespace {
 
-constexpr int kDevice = 0;
+using cuda_loopback::LoopbackRanks;
 
-// Iteration k delivers in shuffled order k + 1 (order 0 is ascending): every repetition
-// moves the bytes differently, and all must give the same bits.
-std::vector<RankRecord> reduce_on_gpu(const std::vector<std::vector<float>>& arenas,
-                                      const std::string& label, std::uint64_t seed, Op op,
-                                      std::uint32_t iters) {
-  const auto world = static_cast<std::uint32_t>(arenas.size());
+// Every logical rank reduces with the real reducer of `contract` over the loopback
+// transport, whose exchanges deliver in a new shuffled order each time: every repetition
+// moves the bytes differently, and all must give the same bits. Under exact, iterations
+// k > 0 also permute which arena each rank holds, since the true sum does not know which
+// arena is which rank. arenas[r] is rank r's own arena.
+std::vector<RankRecord> reduce_on_gpu(LoopbackRanks& ranks,
+                                      const std::vector<std::vector<float>>& arenas,
+                                      const std::string& label, std::uint64_t seed,
+                                      Contract contract, Op op, std::uint32_t iters) {
+  const std::uint32_t world = ranks.world();
   std::vector<RankRecord> records(world);
   for (std::uint32_t k = 0; k < iters; ++k) {
-    const auto reduced =
-        loopback_all_reduce(arenas, op, shuffled_delivery_orders(world, seed, k + 1), kDevice);
-    for (std::uint32_t r = 0; r < world; ++r) {
-      records[r].case_id = label;
-      records[r].contract = Contract::kFixedOrder;
-      records[r].iteration_digests.push_back(digest_floats(reduced[r].data(), reduced[r].size()));
+    std::vector<std::uint32_t> source(world);
+    for (std::uint32_t r = 0; r < world; ++r) source[r] = r;
+    if (contract == Contract::kExact && k > 0) {
+      source = shuffled_delivery_order(world, ~seed, k, 0);
     }
+    ranks.run([&](std::uint32_t r) {
+      const std::vector<float> reduced = ranks.reduce(r, arenas[source[r]], contract, op);
+      records[r].case_id = label;
+      records[r].contract = contract;
+      records[r].iteration_digests.push_back(digest_floats(reduced.data(), reduced.size()));
+    });
   }
   return records;
 }
 
-// The exact contract: the GPU's kernels and word combines for every logical rank; the
-// iterations permute the ranks (k > 0), since the true sum does not know which arena is
-// which rank.
-std::vector<RankRecord> reduce_exact_on_gpu(const std::vector<std::vector<float>>& arenas,
-                                            const std::string& label, std::uint64_t seed, Op op,
-                                            std::uint32_t iters) {
-  const auto world = static_cast<std::uint32_t>(arenas.size());
-  std::vector<RankRecord> records(world);
-  for (std::uint32_t k = 0; k < iters; ++k) {
-    std::vector<std::vector<float>> permuted;
-    if (k == 0) {
-      permuted = arenas;
-    } else {
-      for (std::uint32_t r : shuffled_delivery_orders(world, ~seed, k)[0])
-        permuted.push_back(arenas[r]);
-    }
-    const auto reduced = loopback_exact_all_reduce(permuted, op, kDevice);
-    for (std::uint32_t r = 0; r < world; ++r) {
-      records[r].case_id = label;
-      records[r].contract = Contract::kExact;
-      records[r].iteration_digests.push_back(digest_floats(reduced[r].data(), reduced[r].size()));
-    }
-  }
-  return records;
+cuda_loopback::LoopbackRanksOptions loopback_options(const RunOptions& options,
+                                                     std::uint32_t world) {
+  cuda_loopback::LoopbackRanksOptions o;
+  o.timeout = options.timeout();
+  o.delivery_seed = world;
+  return o;
 }
 
 std::vector<const RankRecord*> pointers(const std::vector<RankRecord>& records) {
@@ -85,23 +75,18 @@ WorldResults loopback_world_results(std::uint32_t world) {
 
 int run_loopback_inputs(const RunOptions& options) {
   const Op op = parse_op(options.op).value_or(Op::kSum);
-  std::vector<std::vector<float>> arenas = read_raw_inputs(options.inputs);
+  const std::vector<std::vector<float>> arenas = read_raw_inputs(options.inputs);
   const auto world = static_cast<std::uint32_t>(arenas.size());
   const Contract contract = options.inputs_contract();
-  const bool exact = contract == Contract::kExact;
-  const auto records = exact ? reduce_exact_on_gpu(arenas, "inputs", 0, op, options.iters)
-                             : reduce_on_gpu(arenas, "inputs", 0, op, options.iters);
-  if (exact) {
-    EmulatedWorld(world).all_reduce_exact(arenas, op);
-  } else {
-    EmulatedWorld(world).all_reduce(arenas, op);
-  }
-  const Digest emulated = digest_floats(arenas[0].data(), arenas[0].size());
+  LoopbackRanks ranks(world, loopback_options(options, world));
+  const auto records = reduce_on_gpu(ranks, arenas, "inputs", 0, contract, op, options.iters);
+  const std::vector<float> expected_arena = expected_reduction(arenas, contract, op);
+  const Digest expected = digest_floats(expected_arena.data(), expected_arena.size());
   WorldResults results = loopback_world_results(world);
   const std::size_t n = arenas[0].size();
   results.results.push_back(decide_verdict(inputs_case(options.inputs, op, n, contract), contract,
-                                           emulated, pointers(records)));
-  results.inputs_line = inputs_line(emulated, options.inputs, op, n, contract);
+                                           expected, pointers(records)));
+  results.inputs_line = inputs_line(expected, options.inputs, op, n, contract);
   return finish_run(options, {results}, {});
 }
 
@@ -126,19 +111,26 @@ int run_cuda_loopback(const RunOptions& options) {
       continue;
     }
     WorldResults results = loopback_world_results(w);
+    LoopbackRanks ranks(w, loopback_options(options, w));
+    std::vector<std::vector<float>> arenas(w);
     for (const PlannedCase& c : cases) {
+      bool generated = false;
       for (Contract contract : options.contracts()) {
         if (contract == Contract::kLibrarySum) {
           skipped.push_back(
               skipped_result(c.id, contract, "cuda-loopback has no library sum (one process)"));
           continue;
         }
-        const auto arenas = generate_case_arenas(c.id);
-        const auto records =
-            contract == Contract::kExact
-                ? reduce_exact_on_gpu(arenas, format_case_id(c.id), c.id.seed, c.id.op,
-                                      options.iters)
-                : reduce_on_gpu(arenas, format_case_id(c.id), c.id.seed, c.id.op, options.iters);
+        if (!generated) {
+          // Every rank generates its own arena, on its own thread.
+          validate_case_id(c.id);
+          ranks.run([&](std::uint32_t r) {
+            arenas[r] = generate_arena(c.id.arena(), r, static_cast<std::size_t>(c.id.count));
+          });
+          generated = true;
+        }
+        const auto records = reduce_on_gpu(ranks, arenas, format_case_id(c.id), c.id.seed, contract,
+                                           c.id.op, options.iters);
         results.results.push_back(
             decide_verdict(c.id, contract, c.expected_for(contract), pointers(records)));
       }

@@ -1,6 +1,7 @@
 // run --transport cuda-loopback: every logical rank of every W on one GPU in this process,
-// device-to-device copies as the byte mover in shuffled delivery orders, the same fold
-// kernel and slot layout as the multi-process path.
+// each a rank thread running the real reducers over the loopback transport
+// (core/transport/cuda_loopback): device-to-device copies in shuffled delivery orders, the
+// same reducers, kernels and slot layout as the multi-process path.
 #pragma once
 
 #include "verify/live/run_plan.h"

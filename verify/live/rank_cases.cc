@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <string>
 
-#include "core/case_reduction.h"
 #include "core/error.h"
 #include "core/fold_law.h"
+#include "core/oracle/case_reduction.h"
 #include "core/reducer/agreement.h"
 #include "core/reducer/library_sum_reducer.h"
 #include "verify/golden/accuracy.h"

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <iostream>
 
-#include "core/case_reduction.h"
-#include "core/emulated_world.h"
 #include "core/error.h"
+#include "core/oracle/case_reduction.h"
+#include "core/oracle/reference.h"
 #include "core/reducer/agreement.h"
 #include "core/rendezvous/file_barrier.h"
 #include "core/rendezvous/job_directory.h"
@@ -80,11 +80,11 @@ WorldResults decide_world(const RankSession& s, const std::vector<PlannedCase>& 
 // What rank 0 of an --inputs world knows beyond the ranks' digests.
 struct InputsExpectation {
   CaseId id;         // inputs_case: W, N, op
-  Digest emulated;   // EmulatedWorld's digest over all the files
+  Digest emulated;   // the oracle's digest over all the files (expected_reduction)
   std::string line;  // the line `digest --inputs` prints
 };
 
-// --inputs: rank r reduces file r; rank 0 also runs EmulatedWorld over all files.
+// --inputs: rank r reduces file r; rank 0 also states the oracle's expectation over all files.
 RankReport run_inputs(RankSession& s, Op op, InputsExpectation& expected) {
   const std::vector<std::string>& files = s.options.inputs;
   const std::uint64_t own_size = regular_file_size(files[s.launch.rank]);
@@ -104,14 +104,10 @@ RankReport run_inputs(RankSession& s, Op op, InputsExpectation& expected) {
   }
   report.records.push_back(record);
   if (s.launch.rank == 0) {
-    std::vector<std::vector<float>> arenas = read_raw_inputs(files);
-    if (contract == Contract::kExact) {
-      EmulatedWorld(s.launch.world).all_reduce_exact(arenas, op);
-    } else {
-      EmulatedWorld(s.launch.world).all_reduce(arenas, op);
-    }
+    const std::vector<float> expected_arena =
+        expected_reduction(read_raw_inputs(files), contract, op);
     expected.id = inputs_case(files, op, arena.size(), contract);
-    expected.emulated = digest_floats(arenas[0].data(), arenas[0].size());
+    expected.emulated = digest_floats(expected_arena.data(), expected_arena.size());
     expected.line = inputs_line(expected.emulated, files, op, arena.size(), contract);
   }
   return report;

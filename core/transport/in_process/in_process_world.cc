@@ -2,162 +2,171 @@
 
 #include <algorithm>
 #include <cstring>
+#include <numeric>
 #include <string>
 
 #include "core/deadline.h"
 #include "core/error.h"
+#include "core/oracle/emulated_world.h"
+#include "core/transport/in_process/in_process_transport.h"
 
 namespace rv::in_process {
-namespace {
 
-// What a rank brings to a byte-moving collective.
-struct BytesPost {
-  const void* data = nullptr;
-  std::size_t bytes = 0;
-};
+InProcessTransport::InProcessTransport(InProcessWorld& world, std::uint32_t rank)
+    : world_(world), rank_(rank) {}
 
-class InProcessTransport final : public Transport {
- public:
-  InProcessTransport(InProcessWorld& world, std::uint32_t rank) : world_(world), rank_(rank) {}
-  ~InProcessTransport() override { world_.leave(rank_); }
+InProcessTransport::~InProcessTransport() { world_.leave(rank_); }
 
-  std::uint32_t rank() const override { return rank_; }
-  std::uint32_t world_size() const override { return world_.world_size(); }
-  std::string name() const override { return "in-process"; }
-  std::string library_version() const override {
-    return "in-process (shared memory; library sum in descending rank order)";
-  }
+void InProcessTransport::copy(void* dst, const void* src, std::size_t bytes) {
+  std::memcpy(dst, src, bytes);
+}
 
-  void all_gather(const void* in, void* out, std::size_t bytes) override {
-    const BytesPost mine{in, bytes};
-    const auto posts = world_.meet(rank_, &mine);
-    for (std::uint32_t p = 0; p < posts.size(); ++p) {
-      const auto& theirs = *static_cast<const BytesPost*>(posts[p]);
-      require_same("all_gather", p, theirs.bytes, bytes);
-      if (bytes) std::memcpy(static_cast<char*>(out) + p * bytes, theirs.data, bytes);
-    }
-    world_.meet(rank_, nullptr);
-  }
+void InProcessTransport::copy_all(const std::vector<Copy>& copies) {
+  for (const Copy& c : copies) copy(c.dst, c.src, c.bytes);
+}
 
-  void exchange(const ExchangePlan& plan) override {
-    const auto posts = world_.meet(rank_, &plan);
-    // Every rank sees every plan, so a disagreement on the agreed value is the same error on
-    // every rank, thrown before anything moves (after a second meeting: no rank may leave,
-    // and free its plan, while another still reads it).
-    if (plan.has_agreed_value) {
-      const std::string disagreement = agreed_value_disagreement(plan, posts);
-      if (!disagreement.empty()) {
-        world_.meet(rank_, nullptr);
-        throw InputError(disagreement);
-      }
-    }
-    for (std::uint32_t p = 0; p < posts.size(); ++p) {
-      const auto& theirs = *static_cast<const ExchangePlan*>(posts[p]);
-      require_same("exchange", p, theirs.send_bytes[rank_], plan.recv_bytes[p]);
-      if (plan.recv_bytes[p] == 0) continue;
-      std::memcpy(static_cast<char*>(plan.recv) + plan.recv_offset[p],
-                  static_cast<const char*>(theirs.send) + theirs.send_offset[rank_],
-                  plan.recv_bytes[p]);
-    }
-    world_.meet(rank_, nullptr);
-  }
+void InProcessTransport::copy_any(void* dst, bool /*dst_on_device*/, const void* src,
+                                  bool /*src_on_device*/, std::size_t bytes) {
+  std::memcpy(dst, src, bytes);
+}
 
-  void broadcast(void* buf, std::size_t bytes, std::uint32_t root) override {
-    const BytesPost mine{buf, bytes};
-    const auto posts = world_.meet(rank_, &mine);
-    const auto& theirs = *static_cast<const BytesPost*>(posts[root]);
-    require_same("broadcast", root, theirs.bytes, bytes);
-    if (rank_ != root && bytes) std::memcpy(buf, theirs.data, bytes);
-    world_.meet(rank_, nullptr);
-  }
-
-  void barrier() override { world_.meet(rank_, nullptr); }
-
-  void library_sum(float* values, std::size_t n) override {
-    reduce<float>(values, n, "library_sum", [](const std::vector<const float*>& in, std::size_t i) {
-      float sum = in.back()[i];
-      for (std::size_t r = in.size() - 1; r-- > 0;) sum += in[r][i];
-      return sum;
-    });
-  }
-
-  std::int64_t max_int(std::int64_t value) override {
-    std::int64_t result = value;
-    reduce<std::int64_t>(&result, 1, "max_int", max_of);
-    return result;
-  }
-
-  void all_reduce_int64(std::int64_t* values, std::size_t n, IntReduction op) override {
-    if (op == IntReduction::kMax) {
-      reduce<std::int64_t>(values, n, "all_reduce_int64", max_of);
-      return;
-    }
-    reduce<std::int64_t>(values, n, "all_reduce_int64",
-                         [](const std::vector<const std::int64_t*>& in, std::size_t i) {
-                           std::int64_t sum = 0;
-                           for (const std::int64_t* x : in) sum += x[i];
-                           return sum;
-                         });
-  }
-
- private:
-  static std::int64_t max_of(const std::vector<const std::int64_t*>& in, std::size_t i) {
-    std::int64_t m = in[0][i];
-    for (const std::int64_t* x : in) m = std::max(m, x[i]);
-    return m;
-  }
-
-  static std::string agreed_value_disagreement(const ExchangePlan& plan,
-                                               const std::vector<const void*>& posts) {
-    std::string text;
-    bool differ = false;
-    for (std::uint32_t p = 0; p < posts.size(); ++p) {
-      const auto& theirs = *static_cast<const ExchangePlan*>(posts[p]);
-      differ = differ || theirs.agreed_value != plan.agreed_value;
-      text += (p ? ", rank " : " rank ") + std::to_string(p) + " has " +
-              std::to_string(theirs.agreed_value);
-    }
-    if (!differ) return "";
-    return std::string("in-process exchange: ranks disagree on ") + plan.agreed_value_name + ":" +
-           text;
-  }
-
-  void require_same(const char* what, std::uint32_t peer, std::size_t theirs,
-                    std::size_t mine) const {
-    if (theirs != mine) {
-      throw InputError(std::string("in-process ") + what + ": rank " + std::to_string(rank_) +
-                       " expects " + std::to_string(mine) + " bytes, rank " + std::to_string(peer) +
-                       " has " + std::to_string(theirs));
+void InProcessTransport::all_gather(const void* in, void* out, std::size_t bytes) {
+  settle();
+  const BytesPost mine{in, bytes, on_device(in)};
+  const bool out_on_device = on_device(out);
+  const auto posts = meet(&mine);
+  for (std::uint32_t p = 0; p < posts.size(); ++p) {
+    const auto& theirs = *static_cast<const BytesPost*>(posts[p]);
+    require_same("all_gather", p, theirs.bytes, bytes);
+    if (bytes) {
+      copy_any(static_cast<char*>(out) + p * bytes, out_on_device, theirs.data, theirs.on_device,
+               bytes);
     }
   }
+  settle();
+  meet(nullptr);
+}
 
-  // An element-wise all-reduce: result[i] = combine(every rank's values, i). The result is
-  // written only after the second meeting, when no rank reads these values any more.
-  template <typename T, typename Combine>
-  void reduce(T* values, std::size_t n, const char* what, Combine combine) {
-    const BytesPost mine{values, n * sizeof(T)};
-    const auto posts = world_.meet(rank_, &mine);
-    std::vector<const T*> in;
-    for (std::uint32_t p = 0; p < posts.size(); ++p) {
-      const auto& theirs = *static_cast<const BytesPost*>(posts[p]);
-      require_same(what, p, theirs.bytes, mine.bytes);
-      in.push_back(static_cast<const T*>(theirs.data));
+void InProcessTransport::exchange(const ExchangePlan& plan) {
+  settle();
+  const auto posts = meet(&plan);
+  // Every rank sees every plan, so a disagreement on the agreed value is the same error on
+  // every rank, thrown before anything moves (after a second meeting: no rank may leave,
+  // and free its plan, while another still reads it).
+  if (plan.has_agreed_value) {
+    const std::string disagreement = agreed_value_disagreement(plan, posts);
+    if (!disagreement.empty()) {
+      meet(nullptr);
+      throw InputError(disagreement);
     }
-    std::vector<T> result(n);
-    for (std::size_t i = 0; i < n; ++i) result[i] = combine(in, i);
-    world_.meet(rank_, nullptr);
-    std::copy(result.begin(), result.end(), values);
   }
+  for (std::uint32_t p = 0; p < posts.size(); ++p) {
+    const auto& theirs = *static_cast<const ExchangePlan*>(posts[p]);
+    require_same("exchange", p, theirs.send_bytes[rank_], plan.recv_bytes[p]);
+  }
+  std::vector<Copy> copies;
+  for (std::uint32_t p : world_.delivery_order(rank_, ++exchanges_)) {
+    if (plan.recv_bytes[p] == 0) continue;
+    const auto& theirs = *static_cast<const ExchangePlan*>(posts[p]);
+    copies.push_back({static_cast<char*>(plan.recv) + plan.recv_offset[p],
+                      static_cast<const char*>(theirs.send) + theirs.send_offset[rank_],
+                      plan.recv_bytes[p]});
+  }
+  copy_all(copies);
+  settle();
+  meet(nullptr);
+}
 
-  InProcessWorld& world_;
-  const std::uint32_t rank_;
-};
+void InProcessTransport::broadcast(void* buf, std::size_t bytes, std::uint32_t root) {
+  settle();
+  const BytesPost mine{buf, bytes, on_device(buf)};
+  const auto posts = meet(&mine);
+  const auto& theirs = *static_cast<const BytesPost*>(posts[root]);
+  require_same("broadcast", root, theirs.bytes, bytes);
+  if (rank_ != root && bytes) copy_any(buf, mine.on_device, theirs.data, theirs.on_device, bytes);
+  settle();
+  meet(nullptr);
+}
 
-}  // namespace
+void InProcessTransport::barrier() { meet(nullptr); }
 
-InProcessWorld::InProcessWorld(std::uint32_t world, std::chrono::milliseconds timeout)
+void InProcessTransport::library_sum(float* values, std::size_t n) {
+  reduce<float>(values, n, "library_sum", [](const std::vector<const float*>& in, std::size_t i) {
+    float sum = in.back()[i];
+    for (std::size_t r = in.size() - 1; r-- > 0;) sum += in[r][i];
+    return sum;
+  });
+}
+
+std::int64_t InProcessTransport::max_int(std::int64_t value) {
+  std::int64_t result = value;
+  reduce<std::int64_t>(&result, 1, "max_int", max_of);
+  return result;
+}
+
+void InProcessTransport::all_reduce_int64(std::int64_t* values, std::size_t n, IntReduction op) {
+  if (op == IntReduction::kMax) {
+    reduce<std::int64_t>(values, n, "all_reduce_int64", max_of);
+    return;
+  }
+  reduce<std::int64_t>(values, n, "all_reduce_int64",
+                       [](const std::vector<const std::int64_t*>& in, std::size_t i) {
+                         std::int64_t sum = 0;
+                         for (const std::int64_t* x : in) sum += x[i];
+                         return sum;
+                       });
+}
+
+std::int64_t InProcessTransport::max_of(const std::vector<const std::int64_t*>& in, std::size_t i) {
+  std::int64_t m = in[0][i];
+  for (const std::int64_t* x : in) m = std::max(m, x[i]);
+  return m;
+}
+
+std::string InProcessTransport::agreed_value_disagreement(
+    const ExchangePlan& plan, const std::vector<const void*>& posts) const {
+  std::string text;
+  bool differ = false;
+  for (std::uint32_t p = 0; p < posts.size(); ++p) {
+    const auto& theirs = *static_cast<const ExchangePlan*>(posts[p]);
+    differ = differ || theirs.agreed_value != plan.agreed_value;
+    text += (p ? ", rank " : " rank ") + std::to_string(p) + " has " +
+            std::to_string(theirs.agreed_value);
+  }
+  if (!differ) return "";
+  return name() + " exchange: ranks disagree on " + plan.agreed_value_name + ":" + text;
+}
+
+void InProcessTransport::require_same(const char* what, std::uint32_t peer, std::size_t theirs,
+                                      std::size_t mine) const {
+  if (theirs != mine) {
+    throw InputError(name() + " " + what + ": rank " + std::to_string(rank_) + " expects " +
+                     std::to_string(mine) + " bytes, rank " + std::to_string(peer) + " has " +
+                     std::to_string(theirs));
+  }
+}
+
+template <typename T, typename Combine>
+void InProcessTransport::reduce(T* values, std::size_t n, const char* what, Combine combine) {
+  const BytesPost mine{values, n * sizeof(T)};
+  const auto posts = meet(&mine);
+  std::vector<const T*> in;
+  for (std::uint32_t p = 0; p < posts.size(); ++p) {
+    const auto& theirs = *static_cast<const BytesPost*>(posts[p]);
+    require_same(what, p, theirs.bytes, mine.bytes);
+    in.push_back(static_cast<const T*>(theirs.data));
+  }
+  std::vector<T> result(n);
+  for (std::size_t i = 0; i < n; ++i) result[i] = combine(in, i);
+  meet(nullptr);
+  std::copy(result.begin(), result.end(), values);
+}
+
+InProcessWorld::InProcessWorld(std::uint32_t world, std::chrono::milliseconds timeout,
+                               std::optional<std::uint64_t> delivery_seed)
     : world_(world),
       timeout_(timeout),
+      delivery_seed_(delivery_seed),
       posts_(world),
       last_posts_(world),
       arrived_(world, false),
@@ -207,6 +216,14 @@ std::vector<const void*> InProcessWorld::meet(std::uint32_t rank, const void* po
   }
   throw DeadlineExceeded("in-process world: rank " + std::to_string(rank) + ": " +
                          ranks_text(absent) + " did not come within " + format_duration(timeout_));
+}
+
+std::vector<std::uint32_t> InProcessWorld::delivery_order(std::uint32_t rank,
+                                                          std::uint64_t trial) const {
+  if (delivery_seed_) return shuffled_delivery_order(world_, *delivery_seed_, trial, rank);
+  std::vector<std::uint32_t> order(world_);
+  std::iota(order.begin(), order.end(), 0u);
+  return order;
 }
 
 void InProcessWorld::leave(std::uint32_t rank) {

@@ -2,7 +2,13 @@
 // them out of each other's buffers, so the reducers' tests run (and fail) without Gloo or
 // NCCL. Every collective is two meetings of all ranks: each rank posts what it brings, copies
 // what it needs from the others' posts into its own buffers, and waits until every rank has
-// done so before its buffers may change again.
+// done so before its buffers may change again. The ranks' transports
+// (in_process_transport.h) move host bytes with memcpy; the one-GPU loopback
+// (core/transport/cuda_loopback) is this world with device copies as the byte mover.
+//
+// With a delivery seed, the copies of every exchange into a rank are issued in a seeded
+// shuffled order of the source ranks (a new one per exchange), while each copy still lands
+// in its source rank's slot: the bits must not change, and the tests show they do not.
 //
 // Its library_sum is a stand-in "library" that adds in descending rank order: an association
 // that is not the fixed-order one, so the library-sum checks (equal to fixed-order only where
@@ -18,6 +24,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "core/transport/transport.h"
@@ -26,7 +33,8 @@ namespace rv::in_process {
 
 class InProcessWorld {
  public:
-  InProcessWorld(std::uint32_t world, std::chrono::milliseconds timeout);
+  InProcessWorld(std::uint32_t world, std::chrono::milliseconds timeout,
+                 std::optional<std::uint64_t> delivery_seed = std::nullopt);
   InProcessWorld(const InProcessWorld&) = delete;
   InProcessWorld& operator=(const InProcessWorld&) = delete;
 
@@ -40,10 +48,14 @@ class InProcessWorld {
   std::vector<const void*> meet(std::uint32_t rank, const void* post);
   // The rank's transport is gone: whoever waits for it stops waiting.
   void leave(std::uint32_t rank);
+  // The order of source ranks in which `rank`'s `trial`-th exchange copies into it: ascending
+  // without a delivery seed, else shuffled_delivery_order (core/oracle/emulated_world.h).
+  std::vector<std::uint32_t> delivery_order(std::uint32_t rank, std::uint64_t trial) const;
 
  private:
   const std::uint32_t world_;
   const std::chrono::milliseconds timeout_;
+  const std::optional<std::uint64_t> delivery_seed_;
   std::mutex m_;
   std::condition_variable cv_;
   std::uint64_t generation_ = 0;

@@ -1,4 +1,4 @@
-#include "core/emulated_world.h"
+#include "core/oracle/emulated_world.h"
 
 #include <algorithm>
 #include <cstring>
@@ -14,19 +14,23 @@
 
 namespace rv {
 
+std::vector<std::uint32_t> shuffled_delivery_order(std::uint32_t world, std::uint64_t seed,
+                                                   std::uint64_t trial, std::uint32_t owner) {
+  std::vector<std::uint32_t> order(world);
+  std::iota(order.begin(), order.end(), 0u);
+  const std::uint64_t key = SeedLaw(seed).key(SeedDomain::kDeliveryOrder, trial, owner);
+  for (std::uint32_t i = world; i > 1; --i) {
+    const auto j = static_cast<std::uint32_t>(mix_in(key, i) % i);
+    std::swap(order[i - 1], order[j]);
+  }
+  return order;
+}
+
 DeliveryOrders shuffled_delivery_orders(std::uint32_t world, std::uint64_t seed,
                                         std::uint64_t trial) {
-  const SeedLaw law(seed);
-  DeliveryOrders orders(world);
+  DeliveryOrders orders;
   for (std::uint32_t owner = 0; owner < world; ++owner) {
-    std::vector<std::uint32_t>& order = orders[owner];
-    order.resize(world);
-    std::iota(order.begin(), order.end(), 0u);
-    const std::uint64_t key = law.key(SeedDomain::kDeliveryOrder, trial, owner);
-    for (std::uint32_t i = world; i > 1; --i) {
-      const auto j = static_cast<std::uint32_t>(mix_in(key, i) % i);
-      std::swap(order[i - 1], order[j]);
-    }
+    orders.push_back(shuffled_delivery_order(world, seed, trial, owner));
   }
   return orders;
 }
@@ -155,20 +159,6 @@ void EmulatedWorld::all_reduce_exact(std::vector<std::vector<float>>& arenas, Op
       exact_round(words[r].data(), plans[r], op, arenas[r].data() + begin);
     }
   }
-}
-
-std::vector<float> reference_fold(const std::vector<std::vector<float>>& arenas, Op op) {
-  RV_ENFORCE_GE(InputError, arenas.size(), std::size_t{1}, "the reference fold needs a rank");
-  const std::size_t n = arenas[0].size();
-  std::vector<const float*> addends;
-  for (std::size_t r = 0; r < arenas.size(); ++r) {
-    RV_ENFORCE_EQ(InputError, arenas[r].size(), n, "arena length of rank", r,
-                  "differs from rank 0");
-    addends.push_back(arenas[r].data());
-  }
-  std::vector<float> out(n);
-  fold_ascending(addends.data(), static_cast<std::uint32_t>(arenas.size()), n, op, out.data());
-  return out;
 }
 
 }  // namespace rv

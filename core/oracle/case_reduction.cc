@@ -1,4 +1,4 @@
-#include "core/case_reduction.h"
+#include "core/oracle/case_reduction.h"
 
 #include <algorithm>
 

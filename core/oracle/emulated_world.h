@@ -19,6 +19,9 @@ using DeliveryOrders = std::vector<std::vector<std::uint32_t>>;
 // delivery-order domain); `trial` selects one of many.
 DeliveryOrders shuffled_delivery_orders(std::uint32_t world, std::uint64_t seed,
                                         std::uint64_t trial);
+// Owner `owner`'s order of those: shuffled_delivery_orders(world, seed, trial)[owner].
+std::vector<std::uint32_t> shuffled_delivery_order(std::uint32_t world, std::uint64_t seed,
+                                                   std::uint64_t trial, std::uint32_t owner);
 
 class EmulatedWorld {
  public:
@@ -41,9 +44,5 @@ class EmulatedWorld {
  private:
   std::uint32_t world_;
 };
-
-// The straight reference: one ascending fold over whole arenas, no sharding. EmulatedWorld
-// must equal it bit for bit under every delivery order.
-std::vector<float> reference_fold(const std::vector<std::vector<float>>& arenas, Op op);
 
 }  // namespace rv

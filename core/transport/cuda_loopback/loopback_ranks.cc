@@ -1,0 +1,126 @@
+#include "core/transport/cuda_loopback/loopback_ranks.h"
+
+#include <string>
+
+#include "core/cuda/cuda_exact_device.h"
+#include "core/cuda/cuda_fold_device.h"
+#include "core/error.h"
+#include "core/reducer/exact_reducer.h"
+#include "core/reducer/fixed_order_reducer.h"
+
+namespace rv::cuda_loopback {
+namespace {
+
+FixedOrderOptions fixed_order_options(const FoldDevice& device,
+                                      const LoopbackRanksOptions& options) {
+  FixedOrderOptions fixed = FixedOrderOptions::for_device(device);
+  if (options.piece_table_bytes != 0) fixed.piece_table_bytes = options.piece_table_bytes;
+  return fixed;
+}
+
+// A peer's "gone" or a deadline follows from another rank's failure: reported only when no
+// rank failed of its own accord.
+bool follows_from_a_peer(const std::exception_ptr& error) {
+  if (in_process::is_error<DeadlineExceeded>(error)) return true;
+  return in_process::is_error<RuntimeFailure>(error) &&
+         in_process::error_text(error).find(" gone (transport closed)") != std::string::npos;
+}
+
+}  // namespace
+
+struct LoopbackRanks::Rank {
+  Rank(CudaLoopbackWorld& world, std::uint32_t rank, const LoopbackRanksOptions& options)
+      : fold(options.device),
+        exact(fold),
+        transport(world.connect(rank, fold)),
+        fixed_order(*transport, fold, fixed_order_options(fold, options)),
+        exact_reducer(*transport, exact) {}
+  ~Rank() {
+    if (arena != nullptr) fold.free(arena);
+  }
+
+  // The arena, device memory for n floats (grown when a reduction needs more).
+  float* arena_for(std::size_t n) {
+    if (arena == nullptr || capacity < n) {
+      if (arena != nullptr) fold.free(arena);
+      arena = nullptr;  // stays null if allocate throws
+      arena = fold.allocate(n);
+      capacity = n;
+    }
+    return arena;
+  }
+
+  CudaFoldDevice fold;
+  CudaExactDevice exact;
+  std::unique_ptr<Transport> transport;
+  FixedOrderReducer fixed_order;
+  ExactReducer exact_reducer;
+  float* arena = nullptr;
+  std::size_t capacity = 0;
+};
+
+LoopbackRanks::LoopbackRanks(std::uint32_t world, const LoopbackRanksOptions& options)
+    : world_(world, options.device, options.timeout, options.delivery_seed),
+      options_(options),
+      ranks_(world),
+      threads_(world) {
+  run([&](std::uint32_t rank) { ranks_[rank] = std::make_unique<Rank>(world_, rank, options_); });
+}
+
+LoopbackRanks::~LoopbackRanks() = default;
+
+void LoopbackRanks::run(const std::function<void(std::uint32_t rank)>& step) {
+  if (broken_) {
+    throw RuntimeFailure("cuda-loopback world of " + std::to_string(world()) +
+                         " ranks: unusable after a rank failed");
+  }
+  const in_process::StepOutcome outcome = threads_.run([&](std::uint32_t rank) {
+    try {
+      step(rank);
+    } catch (...) {
+      world_.leave(rank);
+      throw;
+    }
+  });
+  std::exception_ptr first, root;
+  for (const in_process::RankOutcome& r : outcome.ranks) {
+    if (!r.error) continue;
+    if (!first) first = r.error;
+    if (!root && !follows_from_a_peer(r.error)) root = r.error;
+  }
+  if (!first) return;
+  broken_ = true;
+  std::rethrow_exception(root ? root : first);
+}
+
+std::vector<float> LoopbackRanks::reduce(std::uint32_t rank, const std::vector<float>& input,
+                                         Contract contract, Op op) {
+  Rank& me = *ranks_.at(rank);
+  const std::size_t n = input.size();
+  float* arena = me.arena_for(n);
+  me.fold.upload(arena, input.data(), n * sizeof(float));
+  switch (contract) {
+    case Contract::kFixedOrder:
+      me.fixed_order.all_reduce(arena, n, op);
+      break;
+    case Contract::kExact:
+      me.exact_reducer.all_reduce(arena, n, op);
+      break;
+    case Contract::kLibrarySum:
+      throw InputError("cuda-loopback has no library sum (one process)");
+  }
+  std::vector<float> reduced(n);
+  me.fold.download(reduced.data(), arena, n * sizeof(float));
+  return reduced;
+}
+
+std::vector<std::vector<float>> LoopbackRanks::all_reduce(
+    const std::vector<std::vector<float>>& arenas, Contract contract, Op op) {
+  RV_ENFORCE_EQ(InputError, arenas.size(), static_cast<std::size_t>(world()),
+                "cuda-loopback: one arena per rank");
+  std::vector<std::vector<float>> reduced(world());
+  run([&](std::uint32_t rank) { reduced[rank] = reduce(rank, arenas[rank], contract, op); });
+  return reduced;
+}
+
+}  // namespace rv::cuda_loopback
