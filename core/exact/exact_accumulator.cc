@@ -24,7 +24,6 @@ struct ExactAccumulator::Block {
 
 namespace {
 
-constexpr int kNoBottom = 1 << 30;
 constexpr std::size_t kBlock = exact::kBlock;
 
 struct Scan {
@@ -307,6 +306,20 @@ void ExactAccumulator::add(const float* values, std::size_t offset, std::size_t 
   }
 }
 
+void ExactAccumulator::import_block(std::size_t b, int bottom, int magnitude_bits,
+                                    std::uint32_t covered, const std::int64_t* digits) {
+  if (b >= blocks_.size()) throw InputError("ExactAccumulator::import_block: no such block");
+  Block& block = blocks_[b];
+  if (block.wide || block.flags || block.covered != 0) {
+    throw InternalError("ExactAccumulator::import_block: the block already holds addends");
+  }
+  block.bottom = bottom;
+  block.magnitude_bits = magnitude_bits;
+  block.covered = covered;
+  std::memcpy(digits_.data() + b * kBlock, digits,
+              block_elements(count_, b) * sizeof(std::int64_t));
+}
+
 std::size_t ExactAccumulator::agreement_size() const {
   return kAccumulatorHeaderWords + exact::kAgreementWords * blocks_.size();
 }
@@ -322,26 +335,30 @@ void ExactAccumulator::agreement_words(std::int64_t layout, Op op, std::uint64_t
   }
   std::int64_t* w = words + kAccumulatorHeaderWords;
   for (std::size_t b = 0; b < blocks_.size(); ++b, w += exact::kAgreementWords) {
-    const Block& block = blocks_[b];
-    int top = -1;
-    if (block.wide) {
-      std::uint64_t magnitude[exact::kSumWords + 1];
-      for (std::size_t i = 0; i < block_elements(count_, b); ++i) {
-        wide_magnitude(block.wide[i], magnitude);
-        for (int k = exact::kSumWords; k >= 0; --k) {
-          if (magnitude[k] != 0) {
-            top = std::max(top, k * 64 + bit_length64(magnitude[k]) - 1);
-            break;
-          }
+    block_agreement_words(b, w);
+  }
+}
+
+void ExactAccumulator::block_agreement_words(std::size_t b, std::int64_t* w) const {
+  const Block& block = blocks_[b];
+  int top = -1;
+  if (block.wide) {
+    std::uint64_t magnitude[exact::kSumWords + 1];
+    for (std::size_t i = 0; i < block_elements(count_, b); ++i) {
+      wide_magnitude(block.wide[i], magnitude);
+      for (int k = exact::kSumWords; k >= 0; --k) {
+        if (magnitude[k] != 0) {
+          top = std::max(top, k * 64 + bit_length64(magnitude[k]) - 1);
+          break;
         }
       }
-    } else if (block.magnitude_bits != 0) {
-      top = block.bottom + block.magnitude_bits - 1;
     }
-    w[0] = top;
-    w[1] = top < 0 ? -1 : kWindowComplement - block.bottom;
-    w[2] = block.flags ? 1 : 0;
+  } else if (block.magnitude_bits != 0) {
+    top = block.bottom + block.magnitude_bits - 1;
   }
+  w[0] = top;
+  w[1] = top < 0 ? -1 : kWindowComplement - block.bottom;
+  w[2] = block.flags ? 1 : 0;
 }
 
 AccumulatorPlan ExactAccumulator::plan(const std::int64_t* agreed, std::uint32_t world) const {
@@ -394,11 +411,15 @@ AccumulatorPlan ExactAccumulator::plan(const std::int64_t* agreed, std::uint32_t
 
 void ExactAccumulator::export_digits(const AccumulatorPlan& plan, std::int64_t* words) const {
   words[0] = static_cast<std::int64_t>(micro_batches_);
+  for (std::size_t b = 0; b < blocks_.size(); ++b) export_block(plan, b, words + plan.offset[b]);
+}
+
+void ExactAccumulator::export_block(const AccumulatorPlan& plan, std::size_t b,
+                                    std::int64_t* out) const {
   const int L = plan.limb_width;
-  for (std::size_t b = 0; b < blocks_.size(); ++b) {
+  {
     const Block& block = blocks_[b];
     const std::size_t n = block_elements(count_, b);
-    std::int64_t* out = words + plan.offset[b];
     const int limbs = plan.limbs[b];
     const std::int64_t* digits = digits_.data() + b * kBlock;
     if (limbs == 1 && !block.wide) {
@@ -461,34 +482,38 @@ std::uint64_t summed_micro_batches(const AccumulatorPlan&, const std::int64_t* s
 
 void finish_accumulated(const AccumulatorPlan& plan, const std::int64_t* summed, Op op,
                         std::uint64_t mean_over, std::size_t count, float* out) {
+  for (std::size_t b = 0; b < plan.limbs.size(); ++b) {
+    finish_accumulated_block(plan, b, summed + plan.offset[b], op, mean_over, count,
+                             out + b * kBlock);
+  }
+}
+
+void finish_accumulated_block(const AccumulatorPlan& plan, std::size_t b, const std::int64_t* in,
+                              Op op, std::uint64_t mean_over, std::size_t count, float* o) {
   const bool mean = op == Op::kMean;
   if (mean && (mean_over == 0 || mean_over > exact::kMaxWorld)) {
     throw InputError(detail::concat("exact accumulator: mean_over = ", mean_over,
                                     " (a mean over 1 to 2^20 addends)"));
   }
   const auto divisor = static_cast<std::uint32_t>(mean ? mean_over : 1);
-  for (std::size_t b = 0; b < plan.limbs.size(); ++b) {
-    const std::size_t n = block_elements(count, b);
-    const std::int64_t* in = summed + plan.offset[b];
-    const int limbs = plan.limbs[b];
-    const bool special = plan.special[b] != 0;
-    float* o = out + b * kBlock;
-    for (std::size_t i = 0; i < n; ++i) {
-      std::uint32_t bits;
-      if (!special && limbs == 0) {
-        bits = 0;
-      } else if (!special && limbs == 1) {
-        bits = exact::round_one_limb(in[i], plan.bottom[b], divisor, mean);
-      } else {
-        exact::ExactSum s{};
-        for (int j = 0; j < limbs; ++j) {
-          exact::add_shifted(s, in[static_cast<std::size_t>(j) * n + i], j * plan.limb_width);
-        }
-        const std::int64_t word = special ? in[static_cast<std::size_t>(limbs) * n + i] : 0;
-        bits = exact::round_exact_sum(s, plan.bottom[b], divisor, mean, special, word);
+  const std::size_t n = block_elements(count, b);
+  const int limbs = plan.limbs[b];
+  const bool special = plan.special[b] != 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint32_t bits;
+    if (!special && limbs == 0) {
+      bits = 0;
+    } else if (!special && limbs == 1) {
+      bits = exact::round_one_limb(in[i], plan.bottom[b], divisor, mean);
+    } else {
+      exact::ExactSum s{};
+      for (int j = 0; j < limbs; ++j) {
+        exact::add_shifted(s, in[static_cast<std::size_t>(j) * n + i], j * plan.limb_width);
       }
-      std::memcpy(o + i, &bits, sizeof bits);
+      const std::int64_t word = special ? in[static_cast<std::size_t>(limbs) * n + i] : 0;
+      bits = exact::round_exact_sum(s, plan.bottom[b], divisor, mean, special, word);
     }
+    std::memcpy(o + i, &bits, sizeof bits);
   }
 }
 

@@ -44,6 +44,8 @@ inline constexpr std::int64_t kAccumulatorMagic = 0x52564143;  // "RVAC"
 inline constexpr int kWindowComplement = 1023;
 // A fast block keeps every digit below 2^kDigitBits in magnitude.
 inline constexpr int kDigitBits = 62;
+// A block's bottom before any nonzero finite value arrived.
+inline constexpr int kNoBottom = 1 << 30;
 
 // What the ranks agreed, as every rank derives it from the max-reduced words.
 struct AccumulatorPlan {
@@ -98,6 +100,15 @@ class ExactAccumulator {
   // plan.words int64s: this rank's digits in the agreed windows, and its micro-batch count.
   void export_digits(const AccumulatorPlan& plan, std::int64_t* words) const;
 
+  // Per block, for a device that keeps its common blocks itself and hands the rest to a
+  // host accumulator (core/cuda/cuda_accumulator.h): a fresh block takes a one-digit state
+  // (bottom kNoBottom when nothing nonzero was added; digits of the block's elements), and
+  // one block's agreement words or digit words are written alone (at words + plan.offset[b]).
+  void import_block(std::size_t block, int bottom, int magnitude_bits, std::uint32_t covered,
+                    const std::int64_t* digits);
+  void block_agreement_words(std::size_t block, std::int64_t* words) const;
+  void export_block(const AccumulatorPlan& plan, std::size_t block, std::int64_t* words) const;
+
   // One block's state (exact_accumulator.cc).
   struct Block;
 
@@ -114,6 +125,12 @@ std::uint64_t summed_micro_batches(const AccumulatorPlan& plan, const std::int64
 // (1 ≤ mean_over ≤ exact::kMaxWorld), into out[0, plan's count).
 void finish_accumulated(const AccumulatorPlan& plan, const std::int64_t* summed, Op op,
                         std::uint64_t mean_over, std::size_t count, float* out);
+
+// The same for one block: its summed words (summed + plan.offset[block]) into its results
+// (out + block × kBlock).
+void finish_accumulated_block(const AccumulatorPlan& plan, std::size_t block,
+                              const std::int64_t* summed, Op op, std::uint64_t mean_over,
+                              std::size_t count, float* out);
 
 // The whole combine over accumulators held in one process (the tests' world, and a trainer
 // whose ranks are one process): every round as the collectives would compute it.
