@@ -40,11 +40,15 @@ __global__ void __launch_bounds__(kThreads)
     return;
   }
   std::uint32_t bits[kPerThread];
+  std::int64_t old[kPerThread];
+  std::int64_t* digits = s.digits + b * exact::kBlock;
   std::uint32_t largest = 0, smallest_less_one = 0xFFFFFFFFu, special = 0;
 #pragma unroll
   for (int j = 0; j < kPerThread; ++j) {
     const std::size_t i = static_cast<std::size_t>(j) * kThreads + threadIdx.x;
     bits[j] = i < c ? __float_as_uint(values[local + i]) : 0u;
+    // Loaded before the block's decision, so that the digits' latency hides under the scan.
+    old[j] = i < elements ? digits[i] : 0;
     const std::uint32_t magnitude = bits[j] & 0x7FFFFFFFu;
     const bool finite = magnitude < 0x7F800000u;
     largest = max(largest, finite ? magnitude : 0u);
@@ -100,7 +104,6 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
   const Decision d = decision;
   if (d.action != 0) return;
-  std::int64_t* digits = s.digits + b * exact::kBlock;
   unsigned long long any = 0;
 #pragma unroll
   for (int j = 0; j < kPerThread; ++j) {
@@ -114,7 +117,7 @@ __global__ void __launch_bounds__(kThreads)
       k = static_cast<std::uint64_t>(significand) << (position > 0 ? position : 0);
     }
     const std::uint64_t v = (bits[j] >> 31) != 0 ? 0 - k : k;
-    const std::uint64_t sum = (static_cast<std::uint64_t>(digits[i]) << d.shift) + v;
+    const std::uint64_t sum = (static_cast<std::uint64_t>(old[j]) << d.shift) + v;
     digits[i] = static_cast<std::int64_t>(sum);
     any |= static_cast<std::int64_t>(sum) < 0 ? 0 - sum : sum;
   }
