@@ -115,8 +115,9 @@ class ExactGradAccumulator:
         self.count = count
         self._layout = _layout_tag(self._params)
         self._group = group
-        self.record_digests = record_digests or record_dir is not None
-        self._record_dir = pathlib.Path(record_dir) if record_dir is not None else None
+        # Both may be changed between micro-batches (to record one step only).
+        self.record_digests = record_digests
+        self.record_dir = record_dir
         self.records = []
         self._local_micro_batches = 0
         self._handle = _c.c_void_p()
@@ -167,15 +168,16 @@ class ExactGradAccumulator:
             if g.is_sparse:
                 raise InputError(f"ExactGradAccumulator.add: the gradient of {name} is sparse")
             grads.append((name, p, g))
-        if self.record_digests:
+        if self.record_digests or self.record_dir is not None:
             flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1)
                               for _, p in self._params])
             self.records.append({"micro_batch": self._local_micro_batches,
                                  "digest": digest(flat)})
-            if self._record_dir is not None:
-                self._record_dir.mkdir(parents=True, exist_ok=True)
+            if self.record_dir is not None:
+                folder = pathlib.Path(self.record_dir)
+                folder.mkdir(parents=True, exist_ok=True)
                 rank = dist.get_rank(self._group) if dist.is_initialized() else 0
-                path = self._record_dir / f"rank{rank}-mb{self._local_micro_batches:04d}.f32"
+                path = folder / f"rank{rank}-mb{self._local_micro_batches:04d}.f32"
                 host = flat.detach().to("cpu").contiguous()
                 path.write_bytes(_c.string_at(host.data_ptr(), host.numel() * 4))  # little-endian
         lib = _lib()

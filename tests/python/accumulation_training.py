@@ -82,7 +82,9 @@ def flat_parameters(model):
 
 
 def train(mode, rank, world, shuffled, first_step, last_step, checkpoint_in, checkpoint_out,
-          use_ddp):
+          use_ddp, record=None):
+    """The final parameters' digest, and with record = (step, folder) that step's micro-batch
+    gradients written to folder and the digest of its reduced gradient."""
     model = make_model()
     optimizer = torch.optim.SGD(model.parameters(), lr=LEARNING_RATE, momentum=0.9)
     if checkpoint_in is not None:
@@ -97,8 +99,11 @@ def train(mode, rank, world, shuffled, first_step, last_step, checkpoint_in, che
     if mode != "ddp-float":
         accumulator = reduce_verify.ExactGradAccumulator(ddp if ddp is not None else model,
                                                          dist.group.WORLD)
+    recorded = None
     for step in range(first_step, last_step):
         mine = assignment(step, world, shuffled)[rank]
+        if accumulator is not None and record is not None:
+            accumulator.record_dir = record[1] if step == record[0] else None
         optimizer.zero_grad(set_to_none=True)
         for k, index in enumerate(mine):
             last = k == len(mine) - 1
@@ -128,11 +133,15 @@ def train(mode, rank, world, shuffled, first_step, last_step, checkpoint_in, che
             raise AssertionError("DDP needs a backward on every rank")
         if accumulator is not None:
             accumulator.reduce(mean_over=MICRO_BATCHES)
+            if record is not None and step == record[0]:
+                recorded = reduce_verify.digest(
+                    torch.cat([p.grad.reshape(-1) for p in model.parameters()]))
         optimizer.step()
     if checkpoint_out is not None and rank == 0:
         torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict()},
                    checkpoint_out)
-    return reduce_verify.digest(flat_parameters(model))
+    final = reduce_verify.digest(flat_parameters(model))
+    return final if record is None else [final, recorded]
 
 
 def _world_main(rank, world, store, directory, runs):
@@ -145,7 +154,7 @@ def _world_main(rank, world, store, directory, runs):
         results[run["name"]] = train(run["mode"], rank, world, run.get("shuffled", False),
                                      run.get("first_step", 0), run.get("last_step", STEPS),
                                      run.get("checkpoint_in"), run.get("checkpoint_out"),
-                                     run.get("use_ddp", False))
+                                     run.get("use_ddp", False), run.get("record"))
         dist.barrier()  # a checkpoint written by rank 0 is complete before anyone reads it
     dist.destroy_process_group()
     (pathlib.Path(directory) / f"results-rank{rank}.json").write_text(json.dumps(results))

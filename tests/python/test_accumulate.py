@@ -10,6 +10,7 @@ same runs with DDP's default all-reduce and float accumulation."""
 
 import os
 import pathlib
+import subprocess
 import sys
 import tempfile
 import time
@@ -25,12 +26,18 @@ sys.path.insert(0, os.path.dirname(__file__))
 import accumulation_training as training  # noqa: E402
 
 
+RECORDED_STEP = 3
+TOOL = os.environ.get("REDUCE_VERIFY", "reduce-verify")
+
+
 def worlds(checkpoints):
     exact_half, float_half = (str(checkpoints / name) for name in ("exact.pt", "float.pt"))
     return {
-        1: [dict(name="exact-1x8", mode="exact"), dict(name="float-1x8", mode="ddp-float"),
+        1: [dict(name="exact-1x8", mode="exact",
+                 record=[RECORDED_STEP, str(checkpoints / "recorded-1x8")]), dict(name="float-1x8", mode="ddp-float"),
             dict(name="mutant-float-1x8", mode="mutant-float")],
-        2: [dict(name="exact-2x4", mode="exact", use_ddp=True),
+        2: [dict(name="exact-2x4", mode="exact", use_ddp=True,
+                 record=[RECORDED_STEP, str(checkpoints / "recorded-2x4")]),
             dict(name="float-2x4", mode="ddp-float"),
             dict(name="mutant-drop-2x4", mode="mutant-drop"),
             dict(name="exact-first-half", mode="exact", last_step=5, checkpoint_out=exact_half),
@@ -58,12 +65,17 @@ class ExactAccumulation(unittest.TestCase):
             begun = time.monotonic()
             per_rank = training.run_world(world, runs, root / f"w{world}")
             for run in runs:
-                seen = {ranks[run["name"]] for ranks in per_rank}
+                seen = {str(ranks[run["name"]]) for ranks in per_rank}
                 assert len(seen) == 1, f"{run['name']}: the ranks disagree: {seen}"
-                cls.digests[run["name"]] = seen.pop()
+                result = per_rank[0][run["name"]]
+                if "record" in run:
+                    cls.digests[run["name"] + "@step"] = result[1]
+                    result = result[0]
+                cls.digests[run["name"]] = result
             print(f"[W = {world}: {time.monotonic() - begun:.1f} s]", file=sys.stderr)
         begun = time.monotonic()
         cls.errors = training.run_errors(root / "errors")
+        cls.root = root
         print(f"[errors: {time.monotonic() - begun:.1f} s; all: {time.monotonic() - started:.1f} s]",
               file=sys.stderr)
 
@@ -81,6 +93,19 @@ class ExactAccumulation(unittest.TestCase):
     def test_every_split_gives_one_digest(self):
         seen = {name: self.digests[name] for name in self.EXACT}
         self.assertEqual(len(set(seen.values())), 1, seen)
+
+    def test_the_cli_replays_a_recorded_step_as_m_addends(self):
+        # Step 3's 8 micro-batch gradients, written by 1 rank or by 2 (4 each): their exact
+        # mean over the 8 files is the step's reduced gradient.
+        for label in ("1x8", "2x4"):
+            files = sorted(str(p) for p in (self.root / f"recorded-{label}").glob("rank*-mb*.f32"))
+            self.assertEqual(len(files), training.MICRO_BATCHES, label)
+            done = subprocess.run([TOOL, "digest", "--contract", "exact", "--op", "mean",
+                                   "--inputs", *files], capture_output=True, text=True,
+                                  timeout=120)
+            self.assertEqual(done.returncode, 0, done.stderr)
+            self.assertEqual(done.stdout.split()[0], self.digests[f"exact-{label}@step"], label)
+        self.assertEqual(self.digests["exact-1x8@step"], self.digests["exact-2x4@step"])
 
     def test_the_mutants_change_it(self):
         exact = self.digests["exact-1x8"]
