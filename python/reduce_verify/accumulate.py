@@ -118,6 +118,7 @@ class ExactGradAccumulator:
         # Both may be changed between micro-batches (to record one step only).
         self.record_digests = record_digests
         self.record_dir = record_dir
+        self.record_rank = None  # the R of the files' names; None: the group's rank (or 0)
         self.records = []
         self._local_micro_batches = 0
         self._handle = _c.c_void_p()
@@ -176,7 +177,9 @@ class ExactGradAccumulator:
             if self.record_dir is not None:
                 folder = pathlib.Path(self.record_dir)
                 folder.mkdir(parents=True, exist_ok=True)
-                rank = dist.get_rank(self._group) if dist.is_initialized() else 0
+                rank = self.record_rank
+                if rank is None:
+                    rank = dist.get_rank(self._group) if dist.is_initialized() else 0
                 path = folder / f"rank{rank}-mb{self._local_micro_batches:04d}.f32"
                 host = flat.detach().to("cpu").contiguous()
                 path.write_bytes(_c.string_at(host.data_ptr(), host.numel() * 4))  # little-endian
@@ -210,52 +213,23 @@ class ExactGradAccumulator:
         """Combines every rank's sums and writes the result into each p.grad: op "mean" gives
         RN(Σ / mean_over) (mean_over None: the micro-batches added on all ranks), op "sum"
         RN(Σ). Every rank of the group must call it. Returns the micro-batches of all ranks."""
-        if op not in ("mean", "sum"):
-            raise InputError(f"ExactGradAccumulator.reduce: op {op!r} (mean or sum)")
-        if mean_over is not None and (isinstance(mean_over, bool) or
-                                      not isinstance(mean_over, int) or mean_over <= 0):
-            raise InputError(f"ExactGradAccumulator.reduce: mean_over = {mean_over!r}: a mean "
-                             "over a positive count of micro-batches or samples")
-        if mean_over is not None and mean_over > 1 << 20:
-            raise InputError(f"ExactGradAccumulator.reduce: mean_over = {mean_over} is beyond "
-                             "2^20")
-        lib = _lib()
-        stream = self._stream()
-        c_op = _library.OP_MEAN if op == "mean" else _library.OP_SUM
-        size = _c.c_size_t()
-        _library.check(lib.rv_accumulator_agreement_size(self._handle, _c.byref(size)))
-        words = torch.empty(size.value, dtype=torch.int64)
-        # mean_over None: the count is only known after the sum, so the header agrees on 0.
-        _library.check(lib.rv_accumulator_agreement_words(
-            self._handle, self._layout, c_op, mean_over or 0, words.data_ptr(), stream))
-        # Round 1: the header alone (every rank sends the same 10 words, whatever its length).
-        header = self._all_reduce(words[:_HEADER_WORDS].clone(), dist.ReduceOp.MAX).cpu()
-        self._check_header(header.tolist())
-        # Round 2: the windows.
-        agreed = torch.cat([header, self._all_reduce(words[_HEADER_WORDS:].clone(),
-                                                     dist.ReduceOp.MAX).cpu()])
-        world = self._world()
-        digit_words = _c.c_size_t()
-        _library.check(lib.rv_accumulator_plan(self._handle, agreed.data_ptr(), world,
-                                               _c.byref(digit_words)))
-        # Round 3: the digits.
-        digits = torch.empty(digit_words.value, dtype=torch.int64, device=self._device)
-        _library.check(lib.rv_accumulator_export_digits(self._handle, digits.data_ptr(), stream))
-        summed = self._all_reduce(digits, dist.ReduceOp.SUM).to(self._device)
-        total = int(summed[0].item())
-        divisor = mean_over if mean_over is not None else total
-        if op == "mean" and divisor == 0:
-            raise InputError("ExactGradAccumulator.reduce: no rank added a micro-batch, and "
-                             "mean_over is not given: a mean over nothing")
-        out = torch.empty(self.count, dtype=torch.float32, device=self._device)
-        _library.check(lib.rv_accumulator_finish(self._handle, summed.data_ptr(), c_op,
-                                                 divisor if op == "mean" else 0,
-                                                 out.data_ptr(), stream))
-        for (_, p), offset in zip(self._params, self._offsets):
-            p.grad = out[offset:offset + p.numel()].view_as(p)
-        _library.check(lib.rv_accumulator_clear(self._handle, stream))
-        self._local_micro_batches = 0
-        return total
+        return _reduce([self], mean_over, op, self._world(), self._all_reduce)
+
+    @staticmethod
+    def reduce_together(accumulators, mean_over=None, op="mean"):
+        """The same for several accumulators held in one process, as ranks of one world (each
+        over the same parameters, and the first one's p.grad receives the result): the
+        collectives computed in place. For checks of a grouping in one process."""
+        accumulators = list(accumulators)
+        if not accumulators:
+            raise InputError("ExactGradAccumulator.reduce_together: no accumulator")
+
+        def combine(tensors, reduction):
+            stacked = torch.stack([t.to(accumulators[0]._device) for t in tensors])
+            if reduction == dist.ReduceOp.MAX:
+                return stacked.max(dim=0).values
+            return stacked.sum(dim=0)
+        return _reduce(accumulators, mean_over, op, len(accumulators), None, combine)
 
     def _check_header(self, header):
         differences = []
@@ -271,3 +245,63 @@ class ExactGradAccumulator:
         if header[0] != _MAGIC:
             raise WorldDisagreement(f"the agreed accumulator magic is {header[0]:#x}: a rank "
                                     "is not reducing an ExactGradAccumulator")
+
+
+def _reduce(accumulators, mean_over, op, world, all_reduce, combine=None):
+    """The three rounds (docs/DESIGN.md §11) over `all_reduce(tensor, op)` for one accumulator
+    of a process group, or over `combine(tensors, op)` for several in one process."""
+    if op not in ("mean", "sum"):
+        raise InputError(f"ExactGradAccumulator.reduce: op {op!r} (mean or sum)")
+    if mean_over is not None and (isinstance(mean_over, bool) or
+                                  not isinstance(mean_over, int) or mean_over <= 0):
+        raise InputError(f"ExactGradAccumulator.reduce: mean_over = {mean_over!r}: a mean "
+                         "over a positive count of micro-batches or samples")
+    if mean_over is not None and mean_over > 1 << 20:
+        raise InputError(f"ExactGradAccumulator.reduce: mean_over = {mean_over} is beyond 2^20")
+    if combine is None:
+        def combine(tensors, reduction):
+            return all_reduce(tensors[0], reduction)
+    lib = _lib()
+    first = accumulators[0]
+    c_op = _library.OP_MEAN if op == "mean" else _library.OP_SUM
+    words = []
+    for acc in accumulators:
+        size = _c.c_size_t()
+        _library.check(lib.rv_accumulator_agreement_size(acc._handle, _c.byref(size)))
+        mine = torch.empty(size.value, dtype=torch.int64)
+        # mean_over None: the count is known only after the sum, so the header agrees on 0.
+        _library.check(lib.rv_accumulator_agreement_words(
+            acc._handle, acc._layout, c_op, mean_over or 0, mine.data_ptr(), acc._stream()))
+        words.append(mine)
+    # Round 1: the header alone (every rank sends the same 10 words, whatever its length).
+    header = combine([w[:_HEADER_WORDS].clone() for w in words], dist.ReduceOp.MAX).cpu()
+    first._check_header(header.tolist())
+    # Round 2: the windows.
+    agreed = torch.cat([header, combine([w[_HEADER_WORDS:].clone() for w in words],
+                                        dist.ReduceOp.MAX).cpu()])
+    digits = []
+    for acc in accumulators:
+        digit_words = _c.c_size_t()
+        _library.check(lib.rv_accumulator_plan(acc._handle, agreed.data_ptr(), world,
+                                               _c.byref(digit_words)))
+        mine = torch.empty(digit_words.value, dtype=torch.int64, device=acc._device)
+        _library.check(lib.rv_accumulator_export_digits(acc._handle, mine.data_ptr(),
+                                                        acc._stream()))
+        digits.append(mine)
+    # Round 3: the digits.
+    summed = combine(digits, dist.ReduceOp.SUM).to(first._device)
+    total = int(summed[0].item())
+    divisor = mean_over if mean_over is not None else total
+    if op == "mean" and divisor == 0:
+        raise InputError("ExactGradAccumulator.reduce: no rank added a micro-batch, and "
+                         "mean_over is not given: a mean over nothing")
+    out = torch.empty(first.count, dtype=torch.float32, device=first._device)
+    _library.check(lib.rv_accumulator_finish(first._handle, summed.data_ptr(), c_op,
+                                             divisor if op == "mean" else 0, out.data_ptr(),
+                                             first._stream()))
+    for (_, p), offset in zip(first._params, first._offsets):
+        p.grad = out[offset:offset + p.numel()].view_as(p)
+    for acc in accumulators:
+        _library.check(lib.rv_accumulator_clear(acc._handle, acc._stream()))
+        acc._local_micro_batches = 0
+    return total
