@@ -60,8 +60,8 @@ def micro_batch(step, index):
     return tokens[:, :-1], tokens[:, 1:]
 
 
-def loss_of(model, step, index):
-    x, y = micro_batch(step, index)
+def loss_of(model, step, index, device="cpu"):
+    x, y = (t.to(device) for t in micro_batch(step, index))
     return torch.nn.functional.cross_entropy(model(x).reshape(-1, VOCAB), y.reshape(-1))
 
 
@@ -82,18 +82,19 @@ def flat_parameters(model):
 
 
 def train(mode, rank, world, shuffled, first_step, last_step, checkpoint_in, checkpoint_out,
-          use_ddp, record=None):
+          use_ddp, record=None, device="cpu"):
     """The final parameters' digest, and with record = (step, folder) that step's micro-batch
     gradients written to folder and the digest of its reduced gradient."""
-    model = make_model()
+    model = make_model().to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=LEARNING_RATE, momentum=0.9)
     if checkpoint_in is not None:
-        state = torch.load(checkpoint_in)
+        state = torch.load(checkpoint_in, map_location=device)
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
     ddp = None
     if mode == "ddp-float" or use_ddp:
-        ddp = torch.nn.parallel.DistributedDataParallel(model)
+        ddp = torch.nn.parallel.DistributedDataParallel(
+            model, device_ids=None if device == "cpu" else [device])
     forward = ddp if ddp is not None else model
     accumulator = None
     if mode != "ddp-float":
@@ -110,16 +111,16 @@ def train(mode, rank, world, shuffled, first_step, last_step, checkpoint_in, che
             if mode == "ddp-float":
                 scale = world / MICRO_BATCHES
                 if last:
-                    (loss_of(forward, step, index) * scale).backward()
+                    (loss_of(forward, step, index, device) * scale).backward()
                 else:
                     with ddp.no_sync():
-                        (loss_of(forward, step, index) * scale).backward()
+                        (loss_of(forward, step, index, device) * scale).backward()
                 continue
             if ddp is not None:
                 with ddp.no_sync():
-                    loss_of(forward, step, index).backward()
+                    loss_of(forward, step, index, device).backward()
             else:
-                loss_of(forward, step, index).backward()
+                loss_of(forward, step, index, device).backward()
             if mode == "exact":
                 accumulator.add()
             elif mode == "mutant-drop":
@@ -144,28 +145,34 @@ def train(mode, rank, world, shuffled, first_step, last_step, checkpoint_in, che
     return final if record is None else [final, recorded]
 
 
-def _world_main(rank, world, store, directory, runs):
+def _world_main(rank, world, store, directory, runs, backend="gloo"):
     torch.set_num_threads(1)
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # deterministic cuBLAS
     torch.use_deterministic_algorithms(True)
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
-    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world)
+    device = "cpu"
+    if backend == "nccl":  # one GPU per rank
+        torch.cuda.set_device(rank)
+        device = f"cuda:{rank}"
+    dist.init_process_group(backend, init_method=f"file://{store}", rank=rank, world_size=world)
     results = {}
     for run in runs:
         results[run["name"]] = train(run["mode"], rank, world, run.get("shuffled", False),
                                      run.get("first_step", 0), run.get("last_step", STEPS),
                                      run.get("checkpoint_in"), run.get("checkpoint_out"),
-                                     run.get("use_ddp", False), run.get("record"))
+                                     run.get("use_ddp", False), run.get("record"), device)
         dist.barrier()  # a checkpoint written by rank 0 is complete before anyone reads it
     dist.destroy_process_group()
     (pathlib.Path(directory) / f"results-rank{rank}.json").write_text(json.dumps(results))
 
 
-def run_world(world, runs, directory):
-    """Runs `runs` one after another in a world of `world` processes; returns the per-rank
-    {run name: final parameter digest}."""
+def run_world(world, runs, directory, backend="gloo"):
+    """Runs `runs` one after another in a world of `world` processes (backend "nccl": one GPU
+    each, rank r on GPU r); returns the per-rank {run name: final parameter digest}."""
     directory = pathlib.Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    mp.start_processes(_world_main, args=(world, str(directory / "store"), str(directory), runs),
+    mp.start_processes(_world_main,
+                       args=(world, str(directory / "store"), str(directory), runs, backend),
                        nprocs=world, join=True, start_method="forkserver")
     return [json.loads((directory / f"results-rank{r}.json").read_text()) for r in range(world)]
 
