@@ -69,7 +69,9 @@ void setup_run(CLI::App& app, int& exit_code) {
   cmd->add_option("--inputs", o.inputs,
                   "raw binary32 files, file r = rank r: reduce them live (under fixed-order, or "
                   "exact with --contract exact) and compare with the emulation; prints the line "
-                  "`digest --inputs` prints");
+                  "`digest --inputs` prints. Under exact, --world W below the file count M "
+                  "spreads the M files over W ranks (rank r: files r, r + W, ...), accumulated "
+                  "exactly");
   cmd->add_option("--op", o.op, "with --inputs: sum or mean (default sum)")
       ->check(CLI::IsMember({"sum", "mean"}));
   cmd->add_option("--rendezvous", o.rendezvous,

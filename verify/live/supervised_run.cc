@@ -96,6 +96,15 @@ int run_supervised(const RunOptions& options, const std::vector<std::string>& ar
   } else {
     check_raw_inputs(options.inputs);  // bad files are named here, before any rank starts
     input_world = static_cast<std::uint32_t>(options.inputs.size());
+    // --world W < M files: M exact addends over W ranks (rank_worker checks the contract).
+    if (options.worlds.size() == 1 && options.worlds[0] < input_world) {
+      if (options.inputs_contract() != Contract::kExact) {
+        throw InputError("run --inputs: " + std::to_string(input_world) + " files over " +
+                         std::to_string(options.worlds[0]) +
+                         " ranks needs --contract exact (fixed-order replays one file per rank)");
+      }
+      input_world = options.worlds[0];
+    }
   }
   const std::uint32_t max_world = options.max_world.value_or(default_max_world(transport));
 
