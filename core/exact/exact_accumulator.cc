@@ -417,61 +417,59 @@ void ExactAccumulator::export_digits(const AccumulatorPlan& plan, std::int64_t* 
 void ExactAccumulator::export_block(const AccumulatorPlan& plan, std::size_t b,
                                     std::int64_t* out) const {
   const int L = plan.limb_width;
-  {
-    const Block& block = blocks_[b];
-    const std::size_t n = block_elements(count_, b);
-    const int limbs = plan.limbs[b];
-    const std::int64_t* digits = digits_.data() + b * kBlock;
-    if (limbs == 1 && !block.wide) {
-      // The common case: the digit moved to the agreed bottom (no rank's bits lie below it,
-      // and the window's width ≤ L bounds the result).
-      const int shift = block.magnitude_bits == 0 ? 0 : block.bottom - plan.bottom[b];
-      for (std::size_t i = 0; i < n; ++i) {
-        out[i] = static_cast<std::int64_t>(static_cast<std::uint64_t>(digits[i]) << shift);
+  const Block& block = blocks_[b];
+  const std::size_t n = block_elements(count_, b);
+  const int limbs = plan.limbs[b];
+  const std::int64_t* digits = digits_.data() + b * kBlock;
+  if (limbs == 1 && !block.wide) {
+    // The common case: the digit moved to the agreed bottom (no rank's bits lie below it,
+    // and the window's width ≤ L bounds the result).
+    const int shift = block.magnitude_bits == 0 ? 0 : block.bottom - plan.bottom[b];
+    for (std::size_t i = 0; i < n; ++i) {
+      out[i] = static_cast<std::int64_t>(static_cast<std::uint64_t>(digits[i]) << shift);
+    }
+  } else if (limbs > 0) {
+    std::uint64_t magnitude[exact::kSumWords + 1];
+    for (std::size_t i = 0; i < n; ++i) {
+      bool negative;
+      int position;  // of magnitude's bit 0
+      if (block.wide) {
+        negative = wide_magnitude(block.wide[i], magnitude);
+        position = 0;
+      } else {
+        std::fill(magnitude, magnitude + exact::kSumWords + 1, 0);
+        negative = digits[i] < 0;
+        magnitude[0] = negative ? 0 - static_cast<std::uint64_t>(digits[i])
+                                : static_cast<std::uint64_t>(digits[i]);
+        position = block.magnitude_bits == 0 ? plan.bottom[b] : block.bottom;
       }
-    } else if (limbs > 0) {
-      std::uint64_t magnitude[exact::kSumWords + 1];
-      for (std::size_t i = 0; i < n; ++i) {
-        bool negative;
-        int position;  // of magnitude's bit 0
-        if (block.wide) {
-          negative = wide_magnitude(block.wide[i], magnitude);
-          position = 0;
+      // Digit j holds bits [bottom + jL, bottom + (j + 1)L); relative to the magnitude's
+      // bit 0 that is bottom − position + jL, where bottom ≥ position only for wide sums
+      // (position 0) and bottom ≤ position for digits (then the low bits are zero).
+      for (int j = 0; j < limbs; ++j) {
+        const int from = plan.bottom[b] - position + j * L;
+        std::uint64_t v;
+        if (from >= 0) {
+          v = bits_at(magnitude, from, L);
+        } else if (from + L <= 0) {
+          v = 0;
         } else {
-          std::fill(magnitude, magnitude + exact::kSumWords + 1, 0);
-          negative = digits[i] < 0;
-          magnitude[0] = negative ? 0 - static_cast<std::uint64_t>(digits[i])
-                                  : static_cast<std::uint64_t>(digits[i]);
-          position = block.magnitude_bits == 0 ? plan.bottom[b] : block.bottom;
+          v = (magnitude[0] << (-from)) & ((std::uint64_t{1} << L) - 1);
+          // The bits of magnitude above L + from move to the next limb, read there.
         }
-        // Digit j holds bits [bottom + jL, bottom + (j + 1)L); relative to the magnitude's
-        // bit 0 that is bottom − position + jL, where bottom ≥ position only for wide sums
-        // (position 0) and bottom ≤ position for digits (then the low bits are zero).
-        for (int j = 0; j < limbs; ++j) {
-          const int from = plan.bottom[b] - position + j * L;
-          std::uint64_t v;
-          if (from >= 0) {
-            v = bits_at(magnitude, from, L);
-          } else if (from + L <= 0) {
-            v = 0;
-          } else {
-            v = (magnitude[0] << (-from)) & ((std::uint64_t{1} << L) - 1);
-            // The bits of magnitude above L + from move to the next limb, read there.
-          }
-          out[static_cast<std::size_t>(j) * n + i] =
-              negative ? -static_cast<std::int64_t>(v) : static_cast<std::int64_t>(v);
-        }
+        out[static_cast<std::size_t>(j) * n + i] =
+            negative ? -static_cast<std::int64_t>(v) : static_cast<std::int64_t>(v);
       }
     }
-    if (plan.special[b] != 0) {
-      std::int64_t* special = out + static_cast<std::size_t>(limbs) * n;
-      const int f = exact::kSpecialFieldBits;
-      for (std::size_t i = 0; i < n; ++i) {
-        const unsigned flags = block.flags ? block.flags[i] : (i < block.covered ? 4u : 0u);
-        special[i] = static_cast<std::int64_t>(flags & 1u) |
-                     (static_cast<std::int64_t>((flags >> 1) & 1u) << f) |
-                     (static_cast<std::int64_t>((flags >> 2) & 1u) << (2 * f));
-      }
+  }
+  if (plan.special[b] != 0) {
+    std::int64_t* special = out + static_cast<std::size_t>(limbs) * n;
+    const int f = exact::kSpecialFieldBits;
+    for (std::size_t i = 0; i < n; ++i) {
+      const unsigned flags = block.flags ? block.flags[i] : (i < block.covered ? 4u : 0u);
+      special[i] = static_cast<std::int64_t>(flags & 1u) |
+                   (static_cast<std::int64_t>((flags >> 1) & 1u) << f) |
+                   (static_cast<std::int64_t>((flags >> 2) & 1u) << (2 * f));
     }
   }
 }
