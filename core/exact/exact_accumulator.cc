@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/exact/exact_plan.h"
 #include "core/exact/host_exact.h"
 #include "core/exact/host_vector_targets.h"
 
@@ -480,10 +481,27 @@ std::uint64_t summed_micro_batches(const AccumulatorPlan&, const std::int64_t* s
 
 void finish_accumulated(const AccumulatorPlan& plan, const std::int64_t* summed, Op op,
                         std::uint64_t mean_over, std::size_t count, float* out) {
-  for (std::size_t b = 0; b < plan.limbs.size(); ++b) {
-    finish_accumulated_block(plan, b, summed + plan.offset[b], op, mean_over, count,
-                             out + b * kBlock);
+  const bool mean = op == Op::kMean;
+  if (mean && (mean_over == 0 || mean_over > exact::kMaxWorld)) {
+    throw InputError(detail::concat("exact accumulator: mean_over = ", mean_over,
+                                    " (a mean over 1 to 2^20 addends)"));
   }
+  // The summed words are the exact contract's buffer (docs/DESIGN.md §2.4) with M in W's
+  // place as the mean's divisor: its vectorised round (host_exact.h) applies, one-limb blocks
+  // in double where that is proven exact, every other block by the law.
+  ExactPlan contract_plan;
+  contract_plan.world = static_cast<std::uint32_t>(mean ? mean_over : 1);
+  contract_plan.limb_bits = plan.limb_width;
+  contract_plan.count = count;
+  contract_plan.words = plan.words;
+  contract_plan.blocks.resize(plan.limbs.size());
+  for (std::size_t b = 0; b < plan.limbs.size(); ++b) {
+    contract_plan.blocks[b] = ExactBlockSlot{static_cast<std::int64_t>(plan.offset[b]),
+                                             static_cast<std::int32_t>(plan.bottom[b]),
+                                             static_cast<std::int16_t>(plan.limbs[b]),
+                                             static_cast<std::int16_t>(plan.special[b])};
+  }
+  exact_round(summed, contract_plan, op, out);
 }
 
 void finish_accumulated_block(const AccumulatorPlan& plan, std::size_t b, const std::int64_t* in,
