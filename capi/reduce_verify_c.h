@@ -111,8 +111,8 @@ RV_C_API rv_status rv_accumulator_clear(rv_accumulator* accumulator, void* cuda_
  * op and mean_over, each as x and −x, so that the reduced words show a disagreement. */
 RV_C_API rv_status rv_accumulator_agreement_size(const rv_accumulator* accumulator, size_t* words);
 RV_C_API rv_status rv_accumulator_agreement_words(rv_accumulator* accumulator, int64_t layout,
-                                                  int op, uint64_t mean_over,
-                                                  int64_t* host_words, void* cuda_stream);
+                                                  int op, uint64_t mean_over, int64_t* host_words,
+                                                  void* cuda_stream);
 /* Round 2: the plan from the MAX-reduced words (host memory; RV_INPUT_ERROR naming the field
  * where the ranks disagree), *digit_words = the digit words to SUM-reduce; then the digits
  * (word 0: this rank's micro-batches). */
@@ -121,9 +121,8 @@ RV_C_API rv_status rv_accumulator_plan(rv_accumulator* accumulator, const int64_
 RV_C_API rv_status rv_accumulator_export_digits(rv_accumulator* accumulator, int64_t* words,
                                                 void* cuda_stream);
 /* The results from the SUM-reduced digit words into out[0, count). */
-RV_C_API rv_status rv_accumulator_finish(rv_accumulator* accumulator, const int64_t* summed,
-                                         int op, uint64_t mean_over, float* out,
-                                         void* cuda_stream);
+RV_C_API rv_status rv_accumulator_finish(rv_accumulator* accumulator, const int64_t* summed, int op,
+                                         uint64_t mean_over, float* out, void* cuda_stream);
 /* What it costs: bytes held (device and host), blocks kept wide, blocks with special flags. */
 RV_C_API rv_status rv_accumulator_footprint(const rv_accumulator* accumulator, size_t* bytes,
                                             size_t* wide_blocks, size_t* flagged_blocks);

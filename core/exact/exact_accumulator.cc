@@ -496,10 +496,9 @@ void finish_accumulated(const AccumulatorPlan& plan, const std::int64_t* summed,
   contract_plan.words = plan.words;
   contract_plan.blocks.resize(plan.limbs.size());
   for (std::size_t b = 0; b < plan.limbs.size(); ++b) {
-    contract_plan.blocks[b] = ExactBlockSlot{static_cast<std::int64_t>(plan.offset[b]),
-                                             static_cast<std::int32_t>(plan.bottom[b]),
-                                             static_cast<std::int16_t>(plan.limbs[b]),
-                                             static_cast<std::int16_t>(plan.special[b])};
+    contract_plan.blocks[b] = ExactBlockSlot{
+        static_cast<std::int64_t>(plan.offset[b]), static_cast<std::int32_t>(plan.bottom[b]),
+        static_cast<std::int16_t>(plan.limbs[b]), static_cast<std::int16_t>(plan.special[b])};
   }
   exact_round(summed, contract_plan, op, out);
 }
