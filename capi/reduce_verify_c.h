@@ -90,9 +90,10 @@ RV_C_API rv_status rv_cuda_exact_reduce_stacked(int device, const float* d_stack
  * RN(Σ / mean_over) (op mean, 1 ≤ mean_over ≤ 2^20), Σ over every addend of every rank,
  * whatever the split, order or grouping. On a device ≥ 0 every value, digit and result
  * pointer is a device pointer of that device, work is enqueued on `cuda_stream` and the calls
- * return when their results are usable on that stream (add reads a 4-byte flag back, and
- * blocks the GPU cannot hold in 62 bits are kept on the host); device −1 is the host, and
- * cuda_stream is ignored there. */
+ * return when their results are usable on that stream; an add is settled (a 4-byte flag read
+ * back, and the blocks the GPU cannot hold in 62 bits taken over by the host) by the next
+ * end_micro_batch, agreement_words or overlapping add, so its values must stay valid until
+ * then. Device −1 is the host, and cuda_stream is ignored there. */
 typedef struct rv_accumulator rv_accumulator;
 
 RV_C_API rv_status rv_accumulator_create(size_t count, int device, rv_accumulator** out);

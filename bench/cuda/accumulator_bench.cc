@@ -4,8 +4,9 @@
 // written per element, the copy 4 + 4):
 //   copy_fraction = add bandwidth / copy bandwidth   (target ≥ 0.8 on the H200)
 // BM_AccumulatorAddKernel times the kernel alone with events; BM_AccumulatorAdd the whole
-// CudaAccumulator::add (the kernel, the 4-byte read-back of the host flag and the stream's
-// synchronisation) on the host clock against a synchronised copy. Four distinct micro-batches
+// micro-batch (CudaAccumulator::add and end_micro_batch: the kernel, the 4-byte read-back of
+// the host flag and the stream's synchronisation) on the host clock against a synchronised
+// copy. Four distinct micro-batches
 // rotate. Also the combine's export (8 + 8 B) and the one-limb finish (8 + 4 B), for the mean
 // over 8. Measures only; never asserts.
 //   bench_cuda_exact --benchmark_filter=Accumulator --benchmark_out=FILE.json
@@ -98,6 +99,7 @@ void BM_AccumulatorAdd(benchmark::State& state) {
   for (auto _ : state) {
     const auto t0 = std::chrono::steady_clock::now();
     acc.add(b.gradients[i++ % kBatches]->floats(), 0, kCount, nullptr);
+    acc.end_micro_batch();  // settles: the flag's read-back and the wait
     const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     s.push_back(t);
     state.SetIterationTime(t);

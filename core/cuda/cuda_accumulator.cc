@@ -62,6 +62,8 @@ DeviceAccumulatorPlan CudaAccumulator::device_plan() const {
 
 void CudaAccumulator::clear(void* cuda_stream) {
   const cuda_detail::ScopedDevice scope(device_);
+  for (const PendingAdd& p : pending_) RV_CUDA_CHECK(cudaStreamSynchronize(as_stream(p.stream)));
+  pending_.clear();  // discarded with everything else
   const cudaStream_t stream = as_stream(cuda_stream);
   RV_CUDA_CHECK(cudaMemsetAsync(digits_.data(), 0, digits_.bytes(), stream));
   RV_CUDA_CHECK(cudaMemsetAsync(magnitude_bits_.data(), 0, magnitude_bits_.bytes(), stream));
@@ -101,34 +103,55 @@ void CudaAccumulator::add(const float* d_values, std::size_t offset, std::size_t
                                     ") of ", count_, " (a range starts a block of ", kBlock, ")"));
   }
   if (n == 0) return;
+  // A block another pending add marked for the host must be taken over first: the next
+  // launch would skip it too, and settle could not tell which launch skipped what.
+  for (const PendingAdd& p : pending_) {
+    if (offset < p.offset + p.n && p.offset < offset + n) {
+      settle();
+      break;
+    }
+  }
   const cuda_detail::ScopedDevice scope(device_);
-  const cudaStream_t stream = as_stream(cuda_stream);
   launch_accumulator_add(state(), d_values, offset, n, cuda_stream);
+  pending_.push_back(PendingAdd{d_values, offset, n, cuda_stream});
+}
+
+void CudaAccumulator::settle() {
+  if (pending_.empty()) return;
+  const cuda_detail::ScopedDevice scope(device_);
+  for (const PendingAdd& p : pending_) RV_CUDA_CHECK(cudaStreamSynchronize(as_stream(p.stream)));
+  const cudaStream_t stream = as_stream(pending_.back().stream);
   std::uint32_t needed = 0;
   RV_CUDA_CHECK(cudaMemcpyAsync(&needed, host_needed_.data(), 4, cudaMemcpyDeviceToHost, stream));
   RV_CUDA_CHECK(cudaStreamSynchronize(stream));
-  if (needed == 0) return;
-  RV_CUDA_CHECK(cudaMemsetAsync(host_needed_.data(), 0, 4, stream));
-  const std::size_t first = offset / kBlock, last = (offset + n + kBlock - 1) / kBlock;
-  std::vector<std::uint32_t> residence(last - first);
-  RV_CUDA_CHECK(cudaMemcpyAsync(residence.data(), state().residence + first, residence.size() * 4,
-                                cudaMemcpyDeviceToHost, stream));
-  RV_CUDA_CHECK(cudaStreamSynchronize(stream));
-  std::vector<float> chunk(kBlock);
-  for (std::size_t b = first; b < last; ++b) {
-    if (residence[b - first] == kOnDevice) continue;
-    if (residence[b - first] == kToHost) move_to_host(b, cuda_stream);
-    residence[b - first] = kOnHost;
-    const std::size_t begin = b * kBlock - offset;
-    const std::size_t c = std::min(kBlock, n - begin);
-    RV_CUDA_CHECK(cudaMemcpyAsync(chunk.data(), d_values + begin, c * sizeof(float),
+  if (needed != 0) {
+    RV_CUDA_CHECK(cudaMemsetAsync(host_needed_.data(), 0, 4, stream));
+    std::vector<std::uint32_t> residence(blocks_);
+    RV_CUDA_CHECK(cudaMemcpyAsync(residence.data(), residence_.data(), blocks_ * 4,
                                   cudaMemcpyDeviceToHost, stream));
     RV_CUDA_CHECK(cudaStreamSynchronize(stream));
-    host_.add(chunk.data(), b * kBlock, c);
+    std::vector<float> chunk(kBlock);
+    // The pending ranges are disjoint: each block was left untouched by the one launch that
+    // covered it, or added there.
+    for (const PendingAdd& p : pending_) {
+      const std::size_t first = p.offset / kBlock, last = (p.offset + p.n + kBlock - 1) / kBlock;
+      for (std::size_t b = first; b < last; ++b) {
+        if (residence[b] == kOnDevice) continue;
+        if (residence[b] == kToHost) move_to_host(b, p.stream);
+        residence[b] = kOnHost;
+        const std::size_t begin = b * kBlock - p.offset;
+        const std::size_t c = std::min(kBlock, p.n - begin);
+        RV_CUDA_CHECK(cudaMemcpyAsync(chunk.data(), p.values + begin, c * sizeof(float),
+                                      cudaMemcpyDeviceToHost, stream));
+        RV_CUDA_CHECK(cudaStreamSynchronize(stream));
+        host_.add(chunk.data(), b * kBlock, c);
+      }
+    }
+    RV_CUDA_CHECK(cudaMemcpyAsync(residence_.data(), residence.data(), blocks_ * 4,
+                                  cudaMemcpyHostToDevice, stream));
+    RV_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
-  RV_CUDA_CHECK(cudaMemcpyAsync(state().residence + first, residence.data(), residence.size() * 4,
-                                cudaMemcpyHostToDevice, stream));
-  RV_CUDA_CHECK(cudaStreamSynchronize(stream));
+  pending_.clear();
 }
 
 void CudaAccumulator::download_states(void* cuda_stream) {
@@ -147,6 +170,7 @@ void CudaAccumulator::download_states(void* cuda_stream) {
 
 void CudaAccumulator::agreement_words(std::int64_t layout, Op op, std::uint64_t mean_over,
                                       std::int64_t* words, void* cuda_stream) {
+  settle();
   const cuda_detail::ScopedDevice scope(device_);
   download_states(cuda_stream);
   host_.agreement_words(layout, op, mean_over, words);
@@ -161,6 +185,7 @@ void CudaAccumulator::agreement_words(std::int64_t layout, Op op, std::uint64_t 
 }
 
 std::size_t CudaAccumulator::plan(const std::int64_t* agreed, std::uint32_t world) {
+  settle();
   const cuda_detail::ScopedDevice scope(device_);
   plan_ = host_.plan(agreed, world);
   kind_host_.resize(blocks_);

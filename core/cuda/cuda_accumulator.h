@@ -24,10 +24,16 @@ class CudaAccumulator {
   std::size_t count() const { return count_; }
   int device() const { return device_; }
 
-  // d_values: a device pointer; the call returns once the add is enqueued and, when a block
-  // needed the host, done (it reads one word back, so it waits for the stream).
+  // d_values: a device pointer; the call returns once the add is enqueued. The blocks the
+  // device cannot keep are taken over by the host when the adds are settled: d_values must
+  // stay valid until then (end_micro_batch, agreement_words, plan, or an add overlapping a
+  // pending one settle; settling reads one word back, one wait per micro-batch).
   void add(const float* d_values, std::size_t offset, std::size_t n, void* cuda_stream);
-  void end_micro_batch() { host_.end_micro_batch(); }
+  void settle();
+  void end_micro_batch() {
+    settle();
+    host_.end_micro_batch();
+  }
   void clear(void* cuda_stream);
 
   std::size_t agreement_size() const { return host_.agreement_size(); }
@@ -50,8 +56,15 @@ class CudaAccumulator {
   void download_states(void* cuda_stream);
   void move_to_host(std::size_t block, void* cuda_stream);
 
+  struct PendingAdd {
+    const float* values;
+    std::size_t offset, n;
+    void* stream;
+  };
+
   int device_;
   std::size_t count_, blocks_;
+  std::vector<PendingAdd> pending_;
   DeviceBuffer digits_, bottom_, magnitude_bits_, covered_, residence_, host_needed_;
   DeviceBuffer plan_kind_, plan_bottom_, plan_offset_;
   ExactAccumulator host_;

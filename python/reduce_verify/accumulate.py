@@ -186,12 +186,17 @@ class ExactGradAccumulator:
         lib = _lib()
         stream = self._stream()
         offsets = dict((id(p), o) for (_, p), o in zip(self._params, self._offsets))
+        # On a GPU the adds are enqueued and settled by end_micro_batch (one wait per
+        # micro-batch): every gradient stays referenced until then.
+        added = []
         for name, p, g in grads:
             g = g.detach().contiguous()
+            added.append(g)
             _library.check(lib.rv_accumulator_add(self._handle, g.data_ptr(), offsets[id(p)],
                                                   g.numel(), stream))
             p.grad = None
         _library.check(lib.rv_accumulator_end_micro_batch(self._handle))
+        del added
         self._local_micro_batches += 1
 
     def _comm_device(self):

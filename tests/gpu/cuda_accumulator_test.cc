@@ -35,7 +35,9 @@ struct Ranks {
   std::vector<std::unique_ptr<ExactAccumulator>> host;
 };
 
-// Rank r is on the GPU when r is even. Each adds its addends in ranges cut at `starts`.
+// Rank r is on the GPU when r is even. Each adds its addends in ranges cut at `starts`; GPU
+// ranks 2, 6, … never call end_micro_batch (their adds settle when they overlap, or at the
+// agreement).
 Ranks accumulate(const Arenas& addends, const std::vector<std::vector<std::size_t>>& of_rank,
                  const std::vector<std::size_t>& starts) {
   const std::size_t n = addends[0].size();
@@ -50,7 +52,9 @@ Ranks accumulate(const Arenas& addends, const std::vector<std::vector<std::size_
           const std::size_t end = k + 1 < starts.size() ? starts[k + 1] : n;
           acc->add(values.floats() + starts[k], starts[k], end - starts[k], nullptr);
         }
-        acc->end_micro_batch();
+        // Every other GPU rank leaves its adds pending across micro-batches: the next add
+        // overlaps them and settles them first.
+        if (r % 4 == 0) acc->end_micro_batch();
       }
       ranks.gpu.push_back(std::move(acc));
     } else {
