@@ -7,7 +7,9 @@
 #      gradient (copy_fraction; target >= 0.8), to $OUT/cuda-accumulator-h200.json;
 #   3. tests/python/test_accumulate_gpu.py: one process, 8 micro-batches in three groupings
 #      and orders, one digest, equal to the CLI's CPU replay of the recorded gradients;
-#   4. with two or more GPUs, tests/python/accumulate_nccl_worlds.py: W x K = 1 x 8, 2 x 4,
+#   4. python/bench/accumulate_overhead.py: step time against DDP with float accumulation at
+#      batch 256, 1024, 4096 (K = 4), to $OUT/accumulate-overhead.json;
+#   5. with two or more GPUs, tests/python/accumulate_nccl_worlds.py: W x K = 1 x 8, 2 x 4,
 #      (3 shuffled), 4 x 2, 8 x 1 over NCCL, one digest (and DDP float accumulation's, reported).
 #   usage: bash ci/device/run-accumulator.sh        (OUT, default /tmp/rv-accumulator-out)
 set -uo pipefail
@@ -40,6 +42,9 @@ step "bench_cuda_exact --benchmark_filter=Accumulator" 240 "$bundle/bin/bench_cu
 grep -E 'Accumulator.*(median|mean)' "$out/log.txt" | tee -a "$summary"
 step "test_accumulate_gpu.py (3 groupings, CLI replay)" 300 "${py_env[@]}" \
   python3 "$root/tests/python/test_accumulate_gpu.py"
+step "accumulate_overhead.py (exact vs DDP float accumulation)" 400 "${py_env[@]}" \
+  python3 "$root/python/bench/accumulate_overhead.py" --out "$out"
+grep -E '^batch .*K = ' "$out/log.txt" | tee -a "$summary"
 if (($(nvidia-smi -L | wc -l) >= 2)); then
   step "accumulate_nccl_worlds.py (W x K over NCCL)" 400 "${py_env[@]}" \
     python3 "$root/tests/python/accumulate_nccl_worlds.py" --out "$out"
