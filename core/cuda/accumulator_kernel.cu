@@ -144,6 +144,11 @@ __global__ void export_kernel(DeviceAccumulatorState s, DeviceAccumulatorPlan p,
   }
 }
 
+// 2^k as a double, for −1022 ≤ k ≤ 1023.
+__device__ __forceinline__ double power_of_two(int k) {
+  return __longlong_as_double(static_cast<long long>(k + 1023) << 52);
+}
+
 __global__ void finish_kernel(DeviceAccumulatorPlan p, const std::int64_t* __restrict__ summed,
                               std::size_t count, bool mean, std::uint32_t divisor,
                               float* __restrict__ out) {
@@ -154,9 +159,28 @@ __global__ void finish_kernel(DeviceAccumulatorPlan p, const std::int64_t* __res
       min(static_cast<std::size_t>(exact::kBlock), count - b * exact::kBlock);
   const std::int64_t* in = summed + p.offset[b];
   const int bottom = p.bottom[b];
+  // As the host's exact_round (core/exact/host_exact.cc argues both): a digit sum below 2^51
+  // is an exact double; scaled by a power of two (the sum, or the mean over 2^k) it is exact
+  // and its conversion rounds once as the law does; divided by M × 2^(149 − bottom) it is the
+  // correctly rounded quotient, whose conversion is the law's too (M ≤ 2^20). Wider sums take
+  // the law itself.
+  int k = 0;
+  while ((std::uint32_t{1} << k) < divisor) ++k;
+  const bool divided = mean && (std::uint32_t{1} << k) != divisor;
+  const double factor = divided ? static_cast<double>(divisor) * power_of_two(149 - bottom)
+                                : power_of_two(bottom - 149 - (mean ? k : 0));
   for (std::size_t i = threadIdx.x; i < elements; i += kThreads) {
-    const std::uint32_t r =
-        kind == kZero ? 0u : exact::round_one_limb(in[i], bottom, divisor, mean);
+    std::uint32_t r = 0;
+    if (kind != kZero) {
+      const std::int64_t d = in[i];
+      if (d > -(std::int64_t{1} << 51) && d < (std::int64_t{1} << 51)) {
+        const double v = static_cast<double>(d);  // exact
+        r = __float_as_uint(
+            __double2float_rn(divided ? __ddiv_rn(v, factor) : __dmul_rn(v, factor)));
+      } else {
+        r = exact::round_one_limb(d, bottom, divisor, mean);
+      }
+    }
     out[b * exact::kBlock + i] = __uint_as_float(r);
   }
 }
