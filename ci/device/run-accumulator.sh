@@ -20,7 +20,14 @@ mkdir -p "$out"
 summary="$out/summary.txt"
 : >"$summary"
 export NCCL_NVLS_ENABLE=0
-export LD_LIBRARY_PATH="$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# The bundle's programs need its lib/ (Debian's Gloo); torch must not see it, so the CLI the
+# Python steps call is a shim that sets it for the CLI alone (as run-ddp-hook-bench.sh does).
+bundle_env=(env "LD_LIBRARY_PATH=$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+shim_dir=$(mktemp -d /tmp/rv-accumulator-tool.XXXXXX)
+trap 'rm -rf "$shim_dir"' EXIT
+printf '#!/bin/sh\nLD_LIBRARY_PATH="%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "%s" "$@"\n' \
+  "$bundle/lib" "$bundle/bin/reduce-verify" >"$shim_dir/reduce-verify"
+chmod +x "$shim_dir/reduce-verify"
 note() { echo "$*" | tee -a "$summary"; }
 step() {
   local name=$1 limit=$2; shift 2
@@ -30,13 +37,14 @@ step() {
 }
 lib="$bundle/lib/libreduce_verify_c.so"
 [[ -f "$lib" ]] || lib="$root/build/capi/libreduce_verify_c.so"
-py_env=(env REDUCE_VERIFY_LIB="$lib" REDUCE_VERIFY="$bundle/bin/reduce-verify"
+py_env=(env REDUCE_VERIFY_LIB="$lib" REDUCE_VERIFY="$shim_dir/reduce-verify"
         PYTHONPATH="$root/python:$root/tests/python" OMP_NUM_THREADS=1)
 note "machine: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)," \
   "$(nvidia-smi -L | wc -l) GPU(s); library $lib"
 
-step "gpu_accumulator_test" 240 "$bundle/bin/gpu_accumulator_test"
-step "bench_cuda_exact --benchmark_filter=Accumulator" 240 "$bundle/bin/bench_cuda_exact" \
+step "gpu_accumulator_test" 240 "${bundle_env[@]}" "$bundle/bin/gpu_accumulator_test"
+step "bench_cuda_exact --benchmark_filter=Accumulator" 240 "${bundle_env[@]}" \
+  "$bundle/bin/bench_cuda_exact" \
   --benchmark_filter=Accumulator --benchmark_repetitions=3 --benchmark_counters_tabular=true \
   --benchmark_out="$out/cuda-accumulator-h200.json" --benchmark_out_format=json
 grep -E 'Accumulator.*(median|mean)' "$out/log.txt" | tee -a "$summary"
