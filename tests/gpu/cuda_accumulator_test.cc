@@ -36,26 +36,32 @@ struct Ranks {
 };
 
 // Rank r is on the GPU when r is even. Each adds its addends in ranges cut at `starts`; GPU
-// ranks 2, 6, … never call end_micro_batch (their adds settle when they overlap, or at the
-// agreement).
+// ranks 2, 6, … never call end_micro_batch (their adds settle when the next one overlaps
+// them, and the last by settle()).
 Ranks accumulate(const Arenas& addends, const std::vector<std::vector<std::size_t>>& of_rank,
                  const std::vector<std::size_t>& starts) {
   const std::size_t n = addends[0].size();
   Ranks ranks;
-  DeviceBuffer values(0, n * sizeof(float));
+  // Every addend in its own buffer, alive until the accumulators are settled (a pending add's
+  // values are read again when the host takes a block over).
+  std::vector<std::unique_ptr<DeviceBuffer>> values;
+  for (const auto& a : addends) {
+    values.push_back(std::make_unique<DeviceBuffer>(0, n * sizeof(float)));
+    values.back()->upload_floats(a);
+  }
   for (std::size_t r = 0; r < of_rank.size(); ++r) {
     if (r % 2 == 0) {
       auto acc = std::make_unique<CudaAccumulator>(0, n);
       for (std::size_t a : of_rank[r]) {
-        values.upload_floats(addends[a]);
         for (std::size_t k = 0; k < starts.size(); ++k) {
           const std::size_t end = k + 1 < starts.size() ? starts[k + 1] : n;
-          acc->add(values.floats() + starts[k], starts[k], end - starts[k], nullptr);
+          acc->add(values[a]->floats() + starts[k], starts[k], end - starts[k], nullptr);
         }
         // Every other GPU rank leaves its adds pending across micro-batches: the next add
         // overlaps them and settles them first.
         if (r % 4 == 0) acc->end_micro_batch();
       }
+      acc->settle();  // before `values` goes
       ranks.gpu.push_back(std::move(acc));
     } else {
       auto acc = std::make_unique<ExactAccumulator>(n);
