@@ -1,6 +1,7 @@
 // The CUDA entry points of a library built without CUDA (no nvcc, or RV_WITH_CUDA=OFF): the
 // same symbols, so a caller links either build, answering RV_UNSUPPORTED with a message that
 // says why.
+#include "capi/accumulator_handle.h"
 #include "capi/last_error.h"
 #include "capi/reduce_verify_c.h"
 
@@ -23,3 +24,7 @@ extern "C" rv_status rv_cuda_exact_reduce_stacked(int, const float*, uint32_t, s
                                                   float*, void*) {
   return rv::capi::guarded("rv_cuda_exact_reduce_stacked", [] { unsupported(); });
 }
+
+namespace rv::capi {
+std::unique_ptr<rv_accumulator> make_cuda_accumulator(std::size_t, int) { unsupported(); }
+}  // namespace rv::capi

@@ -83,6 +83,51 @@ RV_C_API rv_status rv_cuda_exact_reduce_stacked(int device, const float* d_stack
                                                 size_t slot_stride, size_t n, int op, float* d_out,
                                                 void* cuda_stream);
 
+/* Exact gradient accumulation (docs/DESIGN.md §11): an accumulator of `count` elements takes
+ * float32 arrays any number of times into exact per-element sums; the ranks' accumulators
+ * combine through two int64 all-reduces the caller runs (a MAX over the agreement words, a SUM
+ * over the digit words) on any transport; finish rounds once: each element RN(Σ) (op sum) or
+ * RN(Σ / mean_over) (op mean, 1 ≤ mean_over ≤ 2^20), Σ over every addend of every rank,
+ * whatever the split, order or grouping. On a device ≥ 0 every value, digit and result
+ * pointer is a device pointer of that device, work is enqueued on `cuda_stream` and the calls
+ * return when their results are usable on that stream; an add is settled (a 4-byte flag read
+ * back, and the blocks the GPU cannot hold in 62 bits taken over by the host) by the next
+ * end_micro_batch, agreement_words or overlapping add, so its values must stay valid until
+ * then. Device −1 is the host, and cuda_stream is ignored there. */
+typedef struct rv_accumulator rv_accumulator;
+
+RV_C_API rv_status rv_accumulator_create(size_t count, int device, rv_accumulator** out);
+/* NULL is allowed. */
+RV_C_API rv_status rv_accumulator_destroy(rv_accumulator* accumulator);
+/* Adds values[0, n) to elements [offset, offset + n); offset a multiple of 1024 (each range
+ * starts a block), offset + n ≤ count. */
+RV_C_API rv_status rv_accumulator_add(rv_accumulator* accumulator, const float* values,
+                                      size_t offset, size_t n, void* cuda_stream);
+/* Counts one micro-batch (the count every rank's digit word 0 carries into the sum). */
+RV_C_API rv_status rv_accumulator_end_micro_batch(rv_accumulator* accumulator);
+/* Back to an empty accumulator. */
+RV_C_API rv_status rv_accumulator_clear(rv_accumulator* accumulator, void* cuda_stream);
+/* Round 1: *words = the agreement words' count; the words (host memory) to MAX-reduce. The
+ * header carries the length, `layout` (the caller's fingerprint of what the elements are),
+ * op and mean_over, each as x and −x, so that the reduced words show a disagreement. */
+RV_C_API rv_status rv_accumulator_agreement_size(const rv_accumulator* accumulator, size_t* words);
+RV_C_API rv_status rv_accumulator_agreement_words(rv_accumulator* accumulator, int64_t layout,
+                                                  int op, uint64_t mean_over, int64_t* host_words,
+                                                  void* cuda_stream);
+/* Round 2: the plan from the MAX-reduced words (host memory; RV_INPUT_ERROR naming the field
+ * where the ranks disagree), *digit_words = the digit words to SUM-reduce; then the digits
+ * (word 0: this rank's micro-batches). */
+RV_C_API rv_status rv_accumulator_plan(rv_accumulator* accumulator, const int64_t* host_agreed,
+                                       uint32_t world, size_t* digit_words);
+RV_C_API rv_status rv_accumulator_export_digits(rv_accumulator* accumulator, int64_t* words,
+                                                void* cuda_stream);
+/* The results from the SUM-reduced digit words into out[0, count). */
+RV_C_API rv_status rv_accumulator_finish(rv_accumulator* accumulator, const int64_t* summed, int op,
+                                         uint64_t mean_over, float* out, void* cuda_stream);
+/* What it costs: bytes held (device and host), blocks kept wide, blocks with special flags. */
+RV_C_API rv_status rv_accumulator_footprint(const rv_accumulator* accumulator, size_t* bytes,
+                                            size_t* wide_blocks, size_t* flagged_blocks);
+
 #ifdef __cplusplus
 }
 #endif

@@ -17,6 +17,8 @@
 #      step time against DDP's default all-reduce, and every recorded bucket of the W ranks'
 #      real gradients replayed on the host (python/bench/ddp_hook_overhead.py --processes;
 #      needs the bundle's libreduce_verify_c.so); its JSON and log go into reports.tar.gz
+#   6. exact gradient accumulation over NCCL, W x K = 1 x 8, 2 x 4, 4 x 2, 8 x 1 (the W that
+#      fit): one final parameter digest (tests/python/accumulate_nccl_worlds.py)
 # NOT RUN YET: no machine with several GPUs has been lent (see docs/results.md).
 #   usage (device machine, repository root): bash ci/device/multi-gpu-proof.sh
 #   RV_DEVICE_BUDGET (default 540 s): the steps stop there, so the reports still come back
@@ -144,6 +146,13 @@ mkdir -p "$work/ddp"
 check "ddp hooks, NCCL world of $gpus processes" env OUT="$work/ddp" \
   bash "$root/ci/device/run-ddp-hook-bench.sh" --processes "$gpus" --batches 256,1024 --rounds 3
 grep -E '^batch|replays agree' "$work/ddp/ddp-hook-bench.log" 2>/dev/null | tee -a "$summary"
+
+# 6. Exact gradient accumulation over NCCL: W x K = 1 x 8, 2 x 4, 4 x 2, 8 x 1 (the W that fit;
+#    3 ranks shuffled), one final digest (issue 18); DDP's float accumulation reported.
+check "accumulation W x K over NCCL (one digest)" env REDUCE_VERIFY_LIB="$bundle/lib/libreduce_verify_c.so" \
+  REDUCE_VERIFY="$rv" PYTHONPATH="$root/python:$root/tests/python" OMP_NUM_THREADS=1 \
+  python3 "$root/tests/python/accumulate_nccl_worlds.py" --out "$work/ddp"
+grep -E '^(  (exact|float)-|exact: )' "$out/log.txt" | tail -n 12 | tee -a "$summary"
 
 tar -czf "$out/reports.tar.gz" -C "$work" reports ddp
 note "steps failed: $(grep -c 'rc=[1-9]' "$summary"), skipped: $(grep -c 'rc=skipped' "$summary")"

@@ -8,6 +8,7 @@
 The package reaches the core through libreduce_verify_c.so's C ABI (ctypes) only."""
 
 from . import ddp
+from .accumulate import ExactGradAccumulator
 from ._library import built_with_cuda, library_info, library_path
 from .errors import (InputError, InternalError, LibraryNotFound, ReduceVerifyError,
                      RuntimeFailure, Unsupported, WorldDisagreement)

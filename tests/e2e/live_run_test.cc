@@ -176,6 +176,42 @@ TEST(LiveRun, InputsMatchTheEmulationAndAnIndependentFold) {
   }
 }
 
+// More files than ranks under exact (docs/DESIGN.md §11): 5 files over 2 ranks, each holding
+// several, accumulated exactly, print what `digest --contract exact --inputs` prints over the
+// 5; fixed-order refuses it (exit 2).
+TEST(LiveRun, MoreInputsThanRanksAccumulateExactly) {
+  ScratchDir dir;
+  const std::size_t n = 3001;
+  std::vector<std::string> files;
+  std::uint64_t state = 99;
+  for (int f = 0; f < 5; ++f) {
+    std::vector<float> values(n);
+    for (float& v : values) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      v = float_from_bits(static_cast<std::uint32_t>(state >> 32) & 0xBFFFFFFFu);  // finite
+    }
+    files.push_back(dir.write("mb" + std::to_string(f) + ".f32", values.data(), n * 4));
+  }
+  for (const char* op : {"mean", "sum"}) {
+    std::vector<std::string> live =
+        run_args({"--contract", "exact", "--op", op, "--world", "2", "--inputs"});
+    std::vector<std::string> offline = {tool(), "digest", "--contract", "exact",
+                                        "--op", op,       "--inputs"};
+    live.insert(live.end(), files.begin(), files.end());
+    offline.insert(offline.end(), files.begin(), files.end());
+    const ProcessResult ran = run_process(live);
+    const ProcessResult digest = run_process(offline);
+    ASSERT_EQ(ran.exit_code, 0) << op << ": " << ran.out << ran.err;
+    ASSERT_EQ(digest.exit_code, 0) << digest.err;
+    EXPECT_EQ(split_lines(ran.out).at(0), split_lines(digest.out).at(0)) << op;
+  }
+  std::vector<std::string> fixed = run_args({"--op", "mean", "--world", "2", "--inputs"});
+  fixed.insert(fixed.end(), files.begin(), files.end());
+  const ProcessResult refused = run_process(fixed);
+  EXPECT_EQ(refused.exit_code, 2) << refused.out << refused.err;
+  EXPECT_NE(refused.err.find("needs --contract exact"), std::string::npos) << refused.err;
+}
+
 // Waits until the supervisor has spawned its `world` ranks, then a little longer so they are
 // mid-reduction; returns their pids (fewer when they never all appeared).
 std::vector<pid_t> ranks_mid_run(const LiveProcess& supervisor, std::size_t world) {

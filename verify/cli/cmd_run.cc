@@ -91,12 +91,22 @@ int run_run(RunCommand& command) {
   if (!options.inputs.empty()) {
     options.inputs_contract();  // refuses library-sum
     const std::uint32_t files = static_cast<std::uint32_t>(options.inputs.size());
-    if (!options.worlds.empty() && (options.worlds.size() != 1 || options.worlds[0] != files)) {
+    // One file per rank, or (exact only) M files accumulated over fewer ranks.
+    const bool one_world = options.worlds.size() == 1;
+    const bool spread = one_world && options.worlds[0] < files &&
+                        options.inputs_contract() == Contract::kExact;
+    if (one_world && options.worlds[0] < files && !spread) {
+      throw InputError("run --inputs: " + std::to_string(files) + " files over " +
+                       std::to_string(options.worlds[0]) +
+                       " ranks needs --contract exact (fixed-order replays one file per rank)");
+    }
+    if (!options.worlds.empty() && !(one_world && options.worlds[0] == files) && !spread) {
       std::string worlds;
       for (std::uint32_t w : options.worlds)
         worlds += (worlds.empty() ? "" : ",") + std::to_string(w);
       throw InputError("--world " + worlds + " does not match --inputs: " + std::to_string(files) +
-                       " files, one per rank (W = " + std::to_string(files) + ")");
+                       " files, one per rank (W = " + std::to_string(files) +
+                       "), or under --contract exact fewer ranks than files");
     }
   }
   const std::optional<LaunchRank> launch = detect_launch_rank(process_env());
@@ -151,7 +161,9 @@ void setup_run(CLI::App& app, int& exit_code) {
   cmd->add_option("--inputs", o.inputs,
                   "raw binary32 files, file r = rank r: reduce them live (under fixed-order, or "
                   "exact with --contract exact) and compare with the reference; prints the line "
-                  "`digest --inputs` prints");
+                  "`digest --inputs` prints. Under exact, --world W below the file count M "
+                  "spreads the M files over W ranks (rank r: files r, r + W, ...), accumulated "
+                  "exactly");
   cmd->add_option("--op", o.op, "with --inputs: sum or mean (default sum)")
       ->check(CLI::IsMember({"sum", "mean"}));
   cmd->add_option("--rendezvous", o.rendezvous,

@@ -12,6 +12,7 @@
 #include "verify/common/exit_codes.h"
 #include "verify/common/file_io.h"
 #include "verify/golden/raw_inputs.h"
+#include "verify/live/inputs_accumulation.h"
 #include "verify/live/rank_cases.h"
 #include "verify/live/rendezvous.h"
 #include "verify/live/run_report.h"
@@ -98,8 +99,13 @@ RankReport run_inputs(RankSession& s, Op op, InputsExpectation& expected) {
   RankRecord record;
   record.case_id = "inputs";
   record.contract = contract;
+  // More files than ranks: each rank holds several, accumulated exactly (exact only).
+  const bool accumulated = files.size() > s.launch.world;
   for (std::uint32_t k = 0; k < s.options.iters; ++k) {
-    const std::vector<float> reduced = s.reducers->reduce_once(arena, contract, op);
+    const std::vector<float> reduced =
+        accumulated
+            ? reduce_inputs_accumulated(*s.link.transport, files, s.launch.rank, s.launch.world, op)
+            : s.reducers->reduce_once(arena, contract, op);
     record.iteration_digests.push_back(digest_floats(reduced.data(), reduced.size()));
   }
   report.records.push_back(record);
@@ -126,9 +132,12 @@ int run_as_rank(const RunOptions& options, const LaunchRank& launch) {
   const bool inputs_mode = !options.inputs.empty();
   std::vector<PlannedCase> cases;
   if (inputs_mode) {
-    if (options.inputs.size() != launch.world) {
+    // As many files as ranks; or, under exact, more: M addends over W ranks.
+    if (options.inputs.size() < launch.world ||
+        (options.inputs.size() > launch.world && options.inputs_contract() != Contract::kExact)) {
       throw InputError("--inputs names " + std::to_string(options.inputs.size()) +
-                       " files, but the world has " + std::to_string(launch.world) + " ranks");
+                       " files, but the world has " + std::to_string(launch.world) +
+                       " ranks (more files than ranks: --contract exact only)");
     }
   } else {
     RunOptions mine = options;
@@ -168,8 +177,12 @@ int run_as_rank(const RunOptions& options, const LaunchRank& launch) {
     for (const RankReport& report : reports) {
       records.push_back(report.records.empty() ? nullptr : &report.records[0]);
     }
-    world.results.push_back(
-        decide_verdict(expected.id, expected.id.contract, expected.emulated, records));
+    // The data's W is the file count; the live world may be smaller (files accumulated).
+    CaseId live = expected.id;
+    live.world = launch.world;
+    CaseResult verdict = decide_verdict(live, expected.id.contract, expected.emulated, records);
+    verdict.id.world = expected.id.world;
+    world.results.push_back(verdict);
     world.inputs_line = expected.line;
   } else {
     world = decide_world(s, cases, reports);

@@ -129,6 +129,11 @@ int run_supervised(const RunOptions& options, const std::vector<std::string>& ar
   } else {
     check_raw_inputs(options.inputs);  // bad files are named here, before any rank starts
     input_world = static_cast<std::uint32_t>(options.inputs.size());
+    // --world W < M files: M exact addends over W ranks (cmd_run.cc allows it under exact
+    // only; rank_worker checks the contract again for ranks under a launcher).
+    if (options.worlds.size() == 1 && options.worlds[0] < input_world) {
+      input_world = options.worlds[0];
+    }
   }
   const std::uint32_t max_world = options.max_world.value_or(default_max_world(transport));
   // --job-id names the run: world W rendezvouses under "<id>-w<W>" (checked here, before any

@@ -1,0 +1,186 @@
+// The exact gradient accumulator on a GPU (docs/DESIGN.md §11): one micro-batch's add of a
+// 64 Mi-float normal gradient (256 MiB) into the device's digits, against cudaMemcpy
+// device-to-device of the gradient, as bandwidth (the add moves 4 B read + 8 B read + 8 B
+// written per element, the copy 4 + 4):
+//   copy_fraction = add bandwidth / copy bandwidth   (target ≥ 0.8 on the H200)
+// BM_AccumulatorAddKernel times the kernel alone with events; BM_AccumulatorAdd the whole
+// micro-batch (CudaAccumulator::add and end_micro_batch: the kernel, the 4-byte read-back of
+// the host flag and the stream's synchronisation) on the host clock against a synchronised
+// copy. Four distinct micro-batches
+// rotate. Also the combine's export (8 + 8 B) and the one-limb finish (8 + 4 B), for the mean
+// over 8. Measures only; never asserts.
+//   bench_cuda_exact --benchmark_filter=Accumulator --benchmark_out=FILE.json
+//                    --benchmark_out_format=json
+#include <benchmark/benchmark.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/arena.h"
+#include "core/cuda/accumulator_kernel.h"
+#include "core/cuda/cuda_accumulator.h"
+#include "core/cuda/device_buffer.h"
+#include "core/cuda/device_info.h"
+
+namespace rv {
+namespace {
+
+constexpr std::size_t kCount = std::size_t{64} << 20;
+constexpr int kBatches = 4;
+
+void ok(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) {
+    throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
+  }
+}
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+struct Batches {
+  std::vector<std::unique_ptr<DeviceBuffer>> gradients;
+  DeviceBuffer copy_target{0, kCount * sizeof(float)};
+  Batches() {
+    for (int r = 0; r < kBatches; ++r) {
+      gradients.push_back(std::make_unique<DeviceBuffer>(0, kCount * sizeof(float)));
+      gradients.back()->upload_floats(
+          generate_arena({1, Distribution::kNormal, 11}, static_cast<std::uint32_t>(r), kCount));
+    }
+  }
+};
+
+Batches& batches() {
+  static Batches b;
+  return b;
+}
+
+double copy_seconds(const Batches& b, int repeats) {
+  std::vector<double> s;
+  for (int i = 0; i < repeats; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    ok(cudaMemcpyAsync(b.copy_target.data(), b.gradients[0]->data(), kCount * sizeof(float),
+                       cudaMemcpyDeviceToDevice, nullptr),
+       "copy");
+    ok(cudaStreamSynchronize(nullptr), "sync");
+    s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return median_of(s);
+}
+
+void counters(benchmark::State& state, double seconds, double bytes_per_element, double copy_s,
+              std::size_t host_blocks) {
+  const double bw = bytes_per_element * kCount / seconds;
+  const double copy_bw = 8.0 * kCount / copy_s;
+  state.counters["median_ms"] = seconds * 1e3;
+  state.counters["copy_median_ms"] = copy_s * 1e3;
+  state.counters["GBps"] = bw / 1e9;
+  state.counters["copy_GBps"] = copy_bw / 1e9;
+  state.counters["copy_fraction"] = bw / copy_bw;
+  state.counters["host_blocks"] = static_cast<double>(host_blocks);
+}
+
+void BM_AccumulatorAdd(benchmark::State& state) {
+  if (!cuda_device_present()) {
+    state.SkipWithError("no CUDA device");
+    return;
+  }
+  Batches& b = batches();
+  CudaAccumulator acc(0, kCount);
+  for (int r = 0; r < kBatches; ++r) acc.add(b.gradients[r]->floats(), 0, kCount, nullptr);
+  std::vector<double> s;
+  int i = 0;
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    acc.add(b.gradients[i++ % kBatches]->floats(), 0, kCount, nullptr);
+    acc.end_micro_batch();  // settles: the flag's read-back and the wait
+    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    s.push_back(t);
+    state.SetIterationTime(t);
+  }
+  counters(state, median_of(s), 20.0, copy_seconds(b, 15), acc.host_blocks());
+}
+
+void BM_AccumulatorAddKernel(benchmark::State& state) {
+  if (!cuda_device_present()) {
+    state.SkipWithError("no CUDA device");
+    return;
+  }
+  Batches& b = batches();
+  DeviceBuffer digits(0, kCount * 8), bottom(0, (kCount / 1024) * 4), bits(0, (kCount / 1024) * 4),
+      covered(0, (kCount / 1024) * 4), residence(0, (kCount / 1024) * 4), needed(0, 4);
+  digits.fill_bytes(0);
+  bits.fill_bytes(0);
+  covered.fill_bytes(0);
+  residence.fill_bytes(0);
+  needed.fill_bytes(0);
+  bottom.fill_bytes(0x20);  // a bottom far above every value: the first add moves it down
+  DeviceAccumulatorState st{static_cast<std::int64_t*>(digits.data()),
+                            static_cast<std::int32_t*>(bottom.data()),
+                            static_cast<std::int32_t*>(bits.data()),
+                            static_cast<std::uint32_t*>(covered.data()),
+                            static_cast<std::uint32_t*>(residence.data()),
+                            static_cast<std::uint32_t*>(needed.data()),
+                            kCount};
+  cudaEvent_t start, stop;
+  ok(cudaEventCreate(&start), "event");
+  ok(cudaEventCreate(&stop), "event");
+  for (int r = 0; r < kBatches; ++r)
+    launch_accumulator_add(st, b.gradients[r]->floats(), 0, kCount, nullptr);
+  std::vector<double> s;
+  int i = 0;
+  for (auto _ : state) {
+    ok(cudaEventRecord(start, nullptr), "record");
+    launch_accumulator_add(st, b.gradients[i++ % kBatches]->floats(), 0, kCount, nullptr);
+    ok(cudaEventRecord(stop, nullptr), "record");
+    ok(cudaEventSynchronize(stop), "sync");
+    float ms = 0;
+    ok(cudaEventElapsedTime(&ms, start, stop), "elapsed");
+    s.push_back(ms / 1e3);
+    state.SetIterationTime(ms / 1e3);
+  }
+  std::uint32_t flag = 0;
+  needed.download(&flag, 4);
+  counters(state, median_of(s), 20.0, copy_seconds(b, 15), flag);
+}
+
+void BM_AccumulatorExportAndFinish(benchmark::State& state) {
+  if (!cuda_device_present()) {
+    state.SkipWithError("no CUDA device");
+    return;
+  }
+  Batches& b = batches();
+  CudaAccumulator acc(0, kCount);
+  for (int r = 0; r < 8; ++r) acc.add(b.gradients[r % kBatches]->floats(), 0, kCount, nullptr);
+  std::vector<std::int64_t> agreed(acc.agreement_size());
+  acc.agreement_words(0, Op::kMean, 8, agreed.data(), nullptr);
+  const std::size_t words = acc.plan(agreed.data(), 1);
+  DeviceBuffer digits(0, words * 8), out(0, kCount * sizeof(float));
+  std::vector<double> s;
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    acc.export_digits(static_cast<std::int64_t*>(digits.data()), nullptr);
+    acc.finish(static_cast<std::int64_t*>(digits.data()), Op::kMean, 8, out.floats(), nullptr);
+    ok(cudaStreamSynchronize(nullptr), "sync");
+    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    s.push_back(t);
+    state.SetIterationTime(t);
+  }
+  counters(state, median_of(s), 28.0, copy_seconds(b, 15), acc.host_blocks());
+}
+
+BENCHMARK(BM_AccumulatorAddKernel)->UseManualTime()->Iterations(25)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AccumulatorAdd)->UseManualTime()->Iterations(25)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AccumulatorExportAndFinish)
+    ->UseManualTime()
+    ->Iterations(10)
+    ->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace rv

@@ -1,0 +1,34 @@
+// The object behind the C ABI's rv_accumulator: one interface, a host implementation over
+// core/exact/exact_accumulator.h (capi/accumulator.cc) and a CUDA one over
+// core/cuda/cuda_accumulator.h (capi/cuda_accumulator.cc; capi/cuda_unavailable.cc without
+// CUDA). The entry points check their arguments before they reach it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "capi/reduce_verify_c.h"
+#include "core/contract.h"
+
+struct rv_accumulator {
+  virtual ~rv_accumulator() = default;
+  virtual std::size_t count() const = 0;
+  virtual void add(const float* values, std::size_t offset, std::size_t n, void* stream) = 0;
+  virtual void end_micro_batch() = 0;
+  virtual void clear(void* stream) = 0;
+  virtual std::size_t agreement_size() const = 0;
+  virtual void agreement_words(std::int64_t layout, rv::Op op, std::uint64_t mean_over,
+                               std::int64_t* host_words, void* stream) = 0;
+  // Returns the digit words.
+  virtual std::size_t plan(const std::int64_t* host_agreed, std::uint32_t world) = 0;
+  virtual void export_digits(std::int64_t* words, void* stream) = 0;
+  virtual void finish(const std::int64_t* summed, rv::Op op, std::uint64_t mean_over, float* out,
+                      void* stream) = 0;
+  virtual void footprint(std::size_t* bytes, std::size_t* wide, std::size_t* flagged) const = 0;
+};
+
+namespace rv::capi {
+// Throws Unsupported in a library built without CUDA.
+std::unique_ptr<rv_accumulator> make_cuda_accumulator(std::size_t count, int device);
+}  // namespace rv::capi

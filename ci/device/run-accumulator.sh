@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The exact gradient accumulator on a GPU machine (docs/DESIGN.md §11), in one device call,
+# from the repository root with build-device/ (ci/device/build-bundle.sh) and the machine's
+# own python3 and torch 2.x:
+#   1. gpu_accumulator_test (worlds of GPU and host ranks against the straight reference);
+#   2. bench_cuda_exact --benchmark_filter=Accumulator: the add against cudaMemcpy D2D of the
+#      gradient (copy_fraction; target >= 0.8), to $OUT/cuda-accumulator-h200.json;
+#   3. tests/python/test_accumulate_gpu.py: one process, 8 micro-batches in three groupings
+#      and orders, one digest, equal to the CLI's CPU replay of the recorded gradients;
+#   4. python/bench/accumulate_overhead.py: step time against DDP with float accumulation at
+#      batch 256, 1024, 4096 (K = 4), to $OUT/accumulate-overhead.json;
+#   5. with two or more GPUs, tests/python/accumulate_nccl_worlds.py: W x K = 1 x 8, 2 x 4,
+#      (3 shuffled), 4 x 2, 8 x 1 over NCCL, one digest (and DDP float accumulation's, reported).
+#   usage: bash ci/device/run-accumulator.sh        (OUT, default /tmp/rv-accumulator-out)
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+bundle="$root/build-device"
+out=${OUT:-/tmp/rv-accumulator-out}
+mkdir -p "$out"
+summary="$out/summary.txt"
+: >"$summary"
+export NCCL_NVLS_ENABLE=0
+# The bundle's programs need its lib/ (Debian's Gloo); torch must not see it, so the CLI the
+# Python steps call is a shim that sets it for the CLI alone (as run-ddp-hook-bench.sh does).
+bundle_env=(env "LD_LIBRARY_PATH=$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+shim_dir=$(mktemp -d /tmp/rv-accumulator-tool.XXXXXX)
+trap 'rm -rf "$shim_dir"' EXIT
+printf '#!/bin/sh\nLD_LIBRARY_PATH="%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "%s" "$@"\n' \
+  "$bundle/lib" "$bundle/bin/reduce-verify" >"$shim_dir/reduce-verify"
+chmod +x "$shim_dir/reduce-verify"
+note() { echo "$*" | tee -a "$summary"; }
+step() {
+  local name=$1 limit=$2; shift 2
+  local started=$SECONDS
+  timeout --kill-after=5 "$limit" "$@" >>"$out/log.txt" 2>&1
+  note "$(printf '%-60s rc=%s %ss' "$name" $? $((SECONDS - started)))"
+}
+lib="$bundle/lib/libreduce_verify_c.so"
+[[ -f "$lib" ]] || lib="$root/build/capi/libreduce_verify_c.so"
+py_env=(env REDUCE_VERIFY_LIB="$lib" REDUCE_VERIFY="$shim_dir/reduce-verify"
+        PYTHONPATH="$root/python:$root/tests/python" OMP_NUM_THREADS=1)
+note "machine: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)," \
+  "$(nvidia-smi -L | wc -l) GPU(s); library $lib"
+
+step "gpu_accumulator_test" 240 "${bundle_env[@]}" "$bundle/bin/gpu_accumulator_test"
+step "bench_cuda_exact --benchmark_filter=Accumulator" 240 "${bundle_env[@]}" \
+  "$bundle/bin/bench_cuda_exact" \
+  --benchmark_filter=Accumulator --benchmark_repetitions=3 --benchmark_counters_tabular=true \
+  --benchmark_out="$out/cuda-accumulator-h200.json" --benchmark_out_format=json
+grep -E 'Accumulator.*(median|mean)' "$out/log.txt" | tee -a "$summary"
+step "test_accumulate_gpu.py (3 groupings, CLI replay)" 300 "${py_env[@]}" \
+  python3 "$root/tests/python/test_accumulate_gpu.py"
+step "accumulate_overhead.py (exact vs DDP float accumulation)" 400 "${py_env[@]}" \
+  python3 "$root/python/bench/accumulate_overhead.py" --out "$out"
+grep -E '^batch .*K = ' "$out/log.txt" | tee -a "$summary"
+if (($(nvidia-smi -L | wc -l) >= 2)); then
+  step "accumulate_nccl_worlds.py (W x K over NCCL)" 400 "${py_env[@]}" \
+    python3 "$root/tests/python/accumulate_nccl_worlds.py" --out "$out"
+  grep -E '^(W = |  (exact|float)-|exact: )' "$out/log.txt" | tee -a "$summary"
+fi
+note "steps failed: $(grep -c 'rc=[1-9]' "$summary")"

@@ -1,0 +1,275 @@
+#include "core/cuda/cuda_accumulator.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+
+#include "core/cuda/cuda_check.h"
+#include "core/error.h"
+
+namespace rv {
+namespace {
+
+constexpr std::size_t kBlock = exact::kBlock;
+
+cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
+
+std::size_t block_elements(std::size_t count, std::size_t b) {
+  return std::min(kBlock, count - b * kBlock);
+}
+
+}  // namespace
+
+CudaAccumulator::CudaAccumulator(int device, std::size_t count)
+    : device_(device),
+      count_(count),
+      blocks_((count + kBlock - 1) / kBlock),
+      digits_(device, count * sizeof(std::int64_t)),
+      bottom_(device, blocks_ * sizeof(std::int32_t)),
+      magnitude_bits_(device, blocks_ * sizeof(std::int32_t)),
+      covered_(device, blocks_ * sizeof(std::uint32_t)),
+      residence_(device, blocks_ * sizeof(std::uint32_t)),
+      host_needed_(device, sizeof(std::uint32_t)),
+      plan_kind_(device, blocks_),
+      plan_bottom_(device, blocks_ * sizeof(std::int32_t)),
+      plan_offset_(device, blocks_ * sizeof(std::uint64_t)),
+      host_(count) {
+  clear(nullptr);
+  const cuda_detail::ScopedDevice scope(device_);
+  RV_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+DeviceAccumulatorState CudaAccumulator::state() const {
+  DeviceAccumulatorState s;
+  s.digits = static_cast<std::int64_t*>(digits_.data());
+  s.bottom = static_cast<std::int32_t*>(bottom_.data());
+  s.magnitude_bits = static_cast<std::int32_t*>(magnitude_bits_.data());
+  s.covered = static_cast<std::uint32_t*>(covered_.data());
+  s.residence = static_cast<std::uint32_t*>(residence_.data());
+  s.host_needed = static_cast<std::uint32_t*>(host_needed_.data());
+  s.count = count_;
+  return s;
+}
+
+DeviceAccumulatorPlan CudaAccumulator::device_plan() const {
+  DeviceAccumulatorPlan p;
+  p.kind = static_cast<const std::uint8_t*>(plan_kind_.data());
+  p.bottom = static_cast<const std::int32_t*>(plan_bottom_.data());
+  p.offset = static_cast<const std::uint64_t*>(plan_offset_.data());
+  p.blocks = blocks_;
+  return p;
+}
+
+void CudaAccumulator::clear(void* cuda_stream) {
+  const cuda_detail::ScopedDevice scope(device_);
+  for (const PendingAdd& p : pending_) RV_CUDA_CHECK(cudaStreamSynchronize(as_stream(p.stream)));
+  pending_.clear();  // discarded with everything else
+  const cudaStream_t stream = as_stream(cuda_stream);
+  RV_CUDA_CHECK(cudaMemsetAsync(digits_.data(), 0, digits_.bytes(), stream));
+  RV_CUDA_CHECK(cudaMemsetAsync(magnitude_bits_.data(), 0, magnitude_bits_.bytes(), stream));
+  RV_CUDA_CHECK(cudaMemsetAsync(covered_.data(), 0, covered_.bytes(), stream));
+  RV_CUDA_CHECK(cudaMemsetAsync(residence_.data(), 0, residence_.bytes(), stream));
+  RV_CUDA_CHECK(cudaMemsetAsync(host_needed_.data(), 0, host_needed_.bytes(), stream));
+  bottom_host_.assign(blocks_, kNoBottom);
+  RV_CUDA_CHECK(cudaMemcpyAsync(bottom_.data(), bottom_host_.data(), blocks_ * sizeof(std::int32_t),
+                                cudaMemcpyHostToDevice, stream));
+  RV_CUDA_CHECK(cudaStreamSynchronize(stream));  // bottom_host_ is pageable and reused
+  residence_host_.assign(blocks_, kOnDevice);
+  host_.clear();
+  plan_.reset();
+}
+
+void CudaAccumulator::move_to_host(std::size_t b, void* cuda_stream) {
+  const cudaStream_t stream = as_stream(cuda_stream);
+  std::vector<std::int64_t> digits(block_elements(count_, b));
+  std::int32_t bottom = 0, bits = 0;
+  std::uint32_t covered = 0;
+  RV_CUDA_CHECK(cudaMemcpyAsync(digits.data(), state().digits + b * kBlock,
+                                digits.size() * sizeof(std::int64_t), cudaMemcpyDeviceToHost,
+                                stream));
+  RV_CUDA_CHECK(cudaMemcpyAsync(&bottom, state().bottom + b, 4, cudaMemcpyDeviceToHost, stream));
+  RV_CUDA_CHECK(
+      cudaMemcpyAsync(&bits, state().magnitude_bits + b, 4, cudaMemcpyDeviceToHost, stream));
+  RV_CUDA_CHECK(cudaMemcpyAsync(&covered, state().covered + b, 4, cudaMemcpyDeviceToHost, stream));
+  RV_CUDA_CHECK(cudaStreamSynchronize(stream));
+  host_.import_block(b, bottom, bits, covered, digits.data());
+  residence_host_[b] = kOnHost;
+}
+
+void CudaAccumulator::add(const float* d_values, std::size_t offset, std::size_t n,
+                          void* cuda_stream) {
+  if (offset % kBlock != 0 || offset > count_ || n > count_ - offset) {
+    throw InputError(detail::concat("CudaAccumulator::add: elements [", offset, ", ", offset + n,
+                                    ") of ", count_, " (a range starts a block of ", kBlock, ")"));
+  }
+  if (n == 0) return;
+  // A block another pending add marked for the host must be taken over first: the next
+  // launch would skip it too, and settle could not tell which launch skipped what.
+  for (const PendingAdd& p : pending_) {
+    if (offset < p.offset + p.n && p.offset < offset + n) {
+      settle();
+      break;
+    }
+  }
+  const cuda_detail::ScopedDevice scope(device_);
+  launch_accumulator_add(state(), d_values, offset, n, cuda_stream);
+  pending_.push_back(PendingAdd{d_values, offset, n, cuda_stream});
+}
+
+void CudaAccumulator::settle() {
+  if (pending_.empty()) return;
+  const cuda_detail::ScopedDevice scope(device_);
+  for (const PendingAdd& p : pending_) RV_CUDA_CHECK(cudaStreamSynchronize(as_stream(p.stream)));
+  const cudaStream_t stream = as_stream(pending_.back().stream);
+  std::uint32_t needed = 0;
+  RV_CUDA_CHECK(cudaMemcpyAsync(&needed, host_needed_.data(), 4, cudaMemcpyDeviceToHost, stream));
+  RV_CUDA_CHECK(cudaStreamSynchronize(stream));
+  if (needed != 0) {
+    RV_CUDA_CHECK(cudaMemsetAsync(host_needed_.data(), 0, 4, stream));
+    std::vector<std::uint32_t> residence(blocks_);
+    RV_CUDA_CHECK(cudaMemcpyAsync(residence.data(), residence_.data(), blocks_ * 4,
+                                  cudaMemcpyDeviceToHost, stream));
+    RV_CUDA_CHECK(cudaStreamSynchronize(stream));
+    std::vector<float> chunk(kBlock);
+    // The pending ranges are disjoint: each block was left untouched by the one launch that
+    // covered it, or added there.
+    for (const PendingAdd& p : pending_) {
+      const std::size_t first = p.offset / kBlock, last = (p.offset + p.n + kBlock - 1) / kBlock;
+      for (std::size_t b = first; b < last; ++b) {
+        if (residence[b] == kOnDevice) continue;
+        if (residence[b] == kToHost) move_to_host(b, p.stream);
+        residence[b] = kOnHost;
+        const std::size_t begin = b * kBlock - p.offset;
+        const std::size_t c = std::min(kBlock, p.n - begin);
+        RV_CUDA_CHECK(cudaMemcpyAsync(chunk.data(), p.values + begin, c * sizeof(float),
+                                      cudaMemcpyDeviceToHost, stream));
+        RV_CUDA_CHECK(cudaStreamSynchronize(stream));
+        host_.add(chunk.data(), b * kBlock, c);
+      }
+    }
+    RV_CUDA_CHECK(cudaMemcpyAsync(residence_.data(), residence.data(), blocks_ * 4,
+                                  cudaMemcpyHostToDevice, stream));
+    RV_CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
+  pending_.clear();
+}
+
+void CudaAccumulator::download_states(void* cuda_stream) {
+  const cudaStream_t stream = as_stream(cuda_stream);
+  bottom_host_.resize(blocks_);
+  bits_host_.resize(blocks_);
+  covered_host_.resize(blocks_);
+  RV_CUDA_CHECK(cudaMemcpyAsync(bottom_host_.data(), bottom_.data(), blocks_ * 4,
+                                cudaMemcpyDeviceToHost, stream));
+  RV_CUDA_CHECK(cudaMemcpyAsync(bits_host_.data(), magnitude_bits_.data(), blocks_ * 4,
+                                cudaMemcpyDeviceToHost, stream));
+  RV_CUDA_CHECK(cudaMemcpyAsync(residence_host_.data(), residence_.data(), blocks_ * 4,
+                                cudaMemcpyDeviceToHost, stream));
+  RV_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+void CudaAccumulator::agreement_words(std::int64_t layout, Op op, std::uint64_t mean_over,
+                                      std::int64_t* words, void* cuda_stream) {
+  settle();
+  const cuda_detail::ScopedDevice scope(device_);
+  download_states(cuda_stream);
+  host_.agreement_words(layout, op, mean_over, words);
+  std::int64_t* w = words + kAccumulatorHeaderWords;
+  for (std::size_t b = 0; b < blocks_; ++b, w += exact::kAgreementWords) {
+    if (residence_host_[b] != kOnDevice) continue;
+    const int bits = bits_host_[b];
+    w[0] = bits == 0 ? -1 : bottom_host_[b] + bits - 1;
+    w[1] = bits == 0 ? -1 : kWindowComplement - bottom_host_[b];
+    w[2] = 0;
+  }
+}
+
+std::size_t CudaAccumulator::plan(const std::int64_t* agreed, std::uint32_t world) {
+  settle();
+  const cuda_detail::ScopedDevice scope(device_);
+  plan_ = host_.plan(agreed, world);
+  kind_host_.resize(blocks_);
+  std::vector<std::uint64_t> offsets(blocks_);
+  for (std::size_t b = 0; b < blocks_; ++b) {
+    const bool general = plan_->special[b] != 0 || plan_->limbs[b] > 1;
+    kind_host_[b] = general ? kSkip : plan_->limbs[b] == 0 ? kZero : kOneLimb;
+    offsets[b] = plan_->offset[b];
+  }
+  download_states(nullptr);
+  for (std::size_t b = 0; b < blocks_; ++b) {
+    // The device exports one-limb windows only; the host takes the blocks of the others.
+    if (kind_host_[b] == kSkip && residence_host_[b] == kOnDevice) {
+      move_to_host(b, nullptr);
+      const std::uint32_t on_host = kOnHost;
+      RV_CUDA_CHECK(cudaMemcpy(state().residence + b, &on_host, 4, cudaMemcpyHostToDevice));
+    }
+  }
+  RV_CUDA_CHECK(cudaMemcpy(plan_kind_.data(), kind_host_.data(), blocks_, cudaMemcpyHostToDevice));
+  RV_CUDA_CHECK(
+      cudaMemcpy(plan_bottom_.data(), plan_->bottom.data(), blocks_ * 4, cudaMemcpyHostToDevice));
+  RV_CUDA_CHECK(
+      cudaMemcpy(plan_offset_.data(), offsets.data(), blocks_ * 8, cudaMemcpyHostToDevice));
+  return plan_->words;
+}
+
+void CudaAccumulator::export_digits(std::int64_t* d_words, void* cuda_stream) {
+  if (!plan_) throw InputError("CudaAccumulator: export before plan");
+  const cuda_detail::ScopedDevice scope(device_);
+  const cudaStream_t stream = as_stream(cuda_stream);
+  std::vector<std::int64_t> staging(1, static_cast<std::int64_t>(host_.micro_batches()));
+  RV_CUDA_CHECK(cudaMemcpyAsync(d_words, staging.data(), 8, cudaMemcpyHostToDevice, stream));
+  RV_CUDA_CHECK(cudaStreamSynchronize(stream));
+  for (std::size_t b = 0; b < blocks_; ++b) {
+    if (residence_host_[b] == kOnDevice) continue;
+    const std::size_t words =
+        static_cast<std::size_t>(plan_->limbs[b] + plan_->special[b]) * block_elements(count_, b);
+    if (words == 0) continue;
+    staging.assign(words, 0);
+    host_.export_block(*plan_, b, staging.data());
+    RV_CUDA_CHECK(cudaMemcpyAsync(d_words + plan_->offset[b], staging.data(), words * 8,
+                                  cudaMemcpyHostToDevice, stream));
+    RV_CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
+  launch_accumulator_export(state(), device_plan(), d_words, cuda_stream);
+}
+
+void CudaAccumulator::finish(const std::int64_t* d_summed, Op op, std::uint64_t mean_over,
+                             float* d_out, void* cuda_stream) {
+  if (!plan_) throw InputError("CudaAccumulator: finish before plan");
+  const bool mean = op == Op::kMean;
+  if (mean && (mean_over == 0 || mean_over > exact::kMaxWorld)) {
+    throw InputError(detail::concat("exact accumulator: mean_over = ", mean_over,
+                                    " (a mean over 1 to 2^20 addends)"));
+  }
+  const cuda_detail::ScopedDevice scope(device_);
+  const cudaStream_t stream = as_stream(cuda_stream);
+  launch_accumulator_finish(device_plan(), d_summed, count_, mean,
+                            static_cast<std::uint32_t>(mean ? mean_over : 1), d_out, cuda_stream);
+  std::vector<std::int64_t> summed;
+  std::vector<float> out(kBlock);
+  for (std::size_t b = 0; b < blocks_; ++b) {
+    if (kind_host_[b] != kSkip) continue;
+    const std::size_t n = block_elements(count_, b);
+    summed.resize(static_cast<std::size_t>(plan_->limbs[b] + plan_->special[b]) * n);
+    RV_CUDA_CHECK(cudaMemcpyAsync(summed.data(), d_summed + plan_->offset[b], summed.size() * 8,
+                                  cudaMemcpyDeviceToHost, stream));
+    RV_CUDA_CHECK(cudaStreamSynchronize(stream));
+    finish_accumulated_block(*plan_, b, summed.data(), op, mean_over, count_, out.data());
+    RV_CUDA_CHECK(cudaMemcpyAsync(d_out + b * kBlock, out.data(), n * sizeof(float),
+                                  cudaMemcpyHostToDevice, stream));
+    RV_CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
+}
+
+std::size_t CudaAccumulator::host_blocks() const {
+  return static_cast<std::size_t>(
+      std::count(residence_host_.begin(), residence_host_.end(), kOnHost));
+}
+
+std::size_t CudaAccumulator::bytes() const {
+  return digits_.bytes() + bottom_.bytes() + magnitude_bits_.bytes() + covered_.bytes() +
+         residence_.bytes() + plan_kind_.bytes() + plan_bottom_.bytes() + plan_offset_.bytes() +
+         host_.bytes();
+}
+
+}  // namespace rv

@@ -1,0 +1,78 @@
+// The exact gradient accumulator on one GPU (docs/DESIGN.md §11): the digits and block states
+// in device memory, added by core/cuda/accumulator_kernel.h; blocks the device cannot keep in
+// one digit (past 62 bits, or NaN, ±Inf, −0) move to a host ExactAccumulator and stay there,
+// so the bits are the host's law whatever the data. The combine's rounds are the host
+// accumulator's (agreement words, plan, digit words, finish), with device pointers for the
+// digit words and the results. No CUDA types here.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "core/contract.h"
+#include "core/cuda/accumulator_kernel.h"
+#include "core/cuda/device_buffer.h"
+#include "core/exact/exact_accumulator.h"
+
+namespace rv {
+
+class CudaAccumulator {
+ public:
+  CudaAccumulator(int device, std::size_t count);
+  std::size_t count() const { return count_; }
+  int device() const { return device_; }
+
+  // d_values: a device pointer; the call returns once the add is enqueued. The blocks the
+  // device cannot keep are taken over by the host when the adds are settled: d_values must
+  // stay valid until then (end_micro_batch, agreement_words, plan, or an add overlapping a
+  // pending one settle; settling reads one word back, one wait per micro-batch).
+  void add(const float* d_values, std::size_t offset, std::size_t n, void* cuda_stream);
+  void settle();
+  void end_micro_batch() {
+    settle();
+    host_.end_micro_batch();
+  }
+  void clear(void* cuda_stream);
+
+  std::size_t agreement_size() const { return host_.agreement_size(); }
+  void agreement_words(std::int64_t layout, Op op, std::uint64_t mean_over,
+                       std::int64_t* host_words, void* cuda_stream);
+  std::size_t plan(const std::int64_t* host_agreed, std::uint32_t world);
+  // d_words, d_summed, d_out: device pointers; enqueued on cuda_stream (the host blocks' words
+  // are copied from pageable memory, so the calls return when those copies are done).
+  void export_digits(std::int64_t* d_words, void* cuda_stream);
+  void finish(const std::int64_t* d_summed, Op op, std::uint64_t mean_over, float* d_out,
+              void* cuda_stream);
+
+  std::size_t host_blocks() const;
+  std::size_t bytes() const;
+  const ExactAccumulator& host() const { return host_; }
+
+ private:
+  DeviceAccumulatorState state() const;
+  DeviceAccumulatorPlan device_plan() const;
+  void download_states(void* cuda_stream);
+  void move_to_host(std::size_t block, void* cuda_stream);
+
+  struct PendingAdd {
+    const float* values;
+    std::size_t offset, n;
+    void* stream;
+  };
+
+  int device_;
+  std::size_t count_, blocks_;
+  std::vector<PendingAdd> pending_;
+  DeviceBuffer digits_, bottom_, magnitude_bits_, covered_, residence_, host_needed_;
+  DeviceBuffer plan_kind_, plan_bottom_, plan_offset_;
+  ExactAccumulator host_;
+  std::optional<AccumulatorPlan> plan_;
+  std::vector<std::uint32_t> residence_host_;  // a copy of residence_, kept current by add
+  std::vector<std::int32_t> bottom_host_, bits_host_;
+  std::vector<std::uint32_t> covered_host_;
+  std::vector<std::uint8_t> kind_host_;
+};
+
+}  // namespace rv

@@ -1,0 +1,312 @@
+"""Exact gradient accumulation: the same weights however the global batch is split over ranks
+and accumulation steps (docs/DESIGN.md §11).
+
+    acc = ExactGradAccumulator(model, group)      # once
+    acc.add()                                     # after each micro-batch's backward
+    acc.reduce(mean_over=M)                       # before optimizer.step()
+
+add() moves every p.grad into an exact per-element sum (the C ABI's rv_accumulator) and clears
+it; reduce() combines the sums of every rank of `group` through its int64 all-reduces (one MAX
+for the header, one MAX for the windows, one SUM for the digits) and writes RN(Σ / M) into
+each p.grad: the correctly rounded mean of every micro-batch's gradient on every rank, whatever
+the split, the order or the grouping. Ranks may hold different numbers of micro-batches. With
+DDP, run every micro-batch's backward under ddp.no_sync() (DDP must not all-reduce in float)
+and pass the DDP module or its module.
+
+The prerequisite: the split must not change a micro-batch's own gradient, so the micro-batch
+size is fixed and the kernels deterministic (torch.use_deterministic_algorithms(True), a fixed
+torch.set_num_threads on the CPU)."""
+
+import ctypes
+import hashlib
+import pathlib
+
+import torch
+import torch.distributed as dist
+
+from . import _library
+from .errors import InputError, WorldDisagreement
+from .tensors import digest
+
+BLOCK = 1024  # exact::kBlock: every parameter starts a block of the accumulator
+_HEADER_FIELDS = ("magic", "accumulator length", "layout (parameter shapes and dtypes)", "op",
+                  "mean_over")
+_HEADER_WORDS = 2 * len(_HEADER_FIELDS)
+_MAGIC = 0x52564143
+
+_c = ctypes
+_SIGNATURES = {
+    "rv_accumulator_create": [_c.c_size_t, _c.c_int, _c.c_void_p],
+    "rv_accumulator_destroy": [_c.c_void_p],
+    "rv_accumulator_add": [_c.c_void_p, _c.c_void_p, _c.c_size_t, _c.c_size_t, _c.c_void_p],
+    "rv_accumulator_end_micro_batch": [_c.c_void_p],
+    "rv_accumulator_clear": [_c.c_void_p, _c.c_void_p],
+    "rv_accumulator_agreement_size": [_c.c_void_p, _c.c_void_p],
+    "rv_accumulator_agreement_words": [_c.c_void_p, _c.c_int64, _c.c_int, _c.c_uint64,
+                                       _c.c_void_p, _c.c_void_p],
+    "rv_accumulator_plan": [_c.c_void_p, _c.c_void_p, _c.c_uint32, _c.c_void_p],
+    "rv_accumulator_export_digits": [_c.c_void_p, _c.c_void_p, _c.c_void_p],
+    "rv_accumulator_finish": [_c.c_void_p, _c.c_void_p, _c.c_int, _c.c_uint64, _c.c_void_p,
+                              _c.c_void_p],
+    "rv_accumulator_footprint": [_c.c_void_p, _c.c_void_p, _c.c_void_p, _c.c_void_p],
+}
+_declared = None
+
+
+def _lib():
+    global _declared
+    handle = _library.library()
+    if _declared is not handle:
+        for name, argtypes in _SIGNATURES.items():
+            try:
+                function = getattr(handle, name)
+            except AttributeError as error:
+                raise _library.LibraryNotFound(
+                    f"{_library.library_path()} lacks {name}: an older build?") from error
+            function.restype = _c.c_int
+            function.argtypes = argtypes
+        _declared = handle
+    return handle
+
+
+def _parameters_of(model):
+    if isinstance(model, torch.nn.parallel.DistributedDataParallel):
+        model = model.module
+    if isinstance(model, torch.nn.Module):
+        named = list(model.named_parameters())
+    else:
+        named = [(f"parameter {i}", p) for i, p in enumerate(model)]
+    return [(name, p) for name, p in named if p.requires_grad]
+
+
+def _layout_tag(params):
+    text = ";".join(f"{name}:{tuple(p.shape)}:{p.dtype}" for name, p in params)
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little",
+                          signed=True)
+
+
+class ExactGradAccumulator:
+    """Exact accumulation of a model's gradients over micro-batches and ranks.
+
+    model: a torch.nn.Module (or DDP module, or an iterable of parameters), every parameter
+    that requires a gradient on one device (the CPU, or one CUDA device). group: a
+    torch.distributed process group (None: the default group when one is initialised, else a
+    world of one process). record_digests: keep the digest of each micro-batch's gradient (the
+    parameters' gradients concatenated) in .records; record_dir: also write each one as raw
+    float32 (rank<R>-mb<K>.f32) for `reduce-verify digest --contract exact --inputs`."""
+
+    def __init__(self, model, group=None, record_digests=False, record_dir=None):
+        self._params = _parameters_of(model)
+        if not self._params:
+            raise InputError("ExactGradAccumulator: the model has no parameter that requires "
+                             "a gradient")
+        self._device = self._params[0][1].device
+        for name, p in self._params:
+            if p.device != self._device:
+                raise InputError(f"ExactGradAccumulator: parameter {name} is on {p.device}, "
+                                 f"the first one on {self._device}: one device per accumulator")
+        if self._device.type not in ("cpu", "cuda"):
+            raise InputError(f"ExactGradAccumulator: parameters on {self._device} (CPU or CUDA)")
+        self._offsets = []
+        count = 0
+        for _, p in self._params:
+            self._offsets.append(count)
+            count += -(-p.numel() // BLOCK) * BLOCK
+        self.count = count
+        self._layout = _layout_tag(self._params)
+        self._group = group
+        # Both may be changed between micro-batches (to record one step only).
+        self.record_digests = record_digests
+        self.record_dir = record_dir
+        self.record_rank = None  # the R of the files' names; None: the group's rank (or 0)
+        self.records = []
+        self._local_micro_batches = 0
+        self._handle = _c.c_void_p()
+        device_index = -1
+        if self._device.type == "cuda":
+            device_index = self._device.index if self._device.index is not None else \
+                torch.cuda.current_device()
+        _library.check(_lib().rv_accumulator_create(count, device_index,
+                                                    _c.byref(self._handle)))
+
+    def __del__(self):
+        handle = getattr(self, "_handle", None)
+        if handle:
+            _lib().rv_accumulator_destroy(handle)
+            self._handle = None
+
+    def _stream(self):
+        if self._device.type != "cuda":
+            return None
+        return torch.cuda.current_stream(self._device).cuda_stream
+
+    @property
+    def micro_batches(self):
+        """The micro-batches this rank added since the last reduce()."""
+        return self._local_micro_batches
+
+    def footprint(self):
+        """(bytes held, blocks kept wide, blocks with special values): docs/DESIGN.md §11."""
+        values = [_c.c_size_t() for _ in range(3)]
+        _library.check(_lib().rv_accumulator_footprint(self._handle,
+                                                       *[_c.byref(v) for v in values]))
+        return tuple(v.value for v in values)
+
+    def add(self):
+        """Moves every parameter's gradient into the exact sums and sets p.grad to None. A
+        parameter without a gradient adds nothing (a zero gradient)."""
+        grads = []
+        for name, p in self._params:
+            g = p.grad
+            if g is None:
+                continue
+            if g.dtype != torch.float32:
+                raise InputError(f"ExactGradAccumulator.add: the gradient of {name} is {g.dtype}; "
+                                 "the exact accumulator adds float32 gradients")
+            if g.device != self._device:
+                raise InputError(f"ExactGradAccumulator.add: the gradient of {name} is on "
+                                 f"{g.device}, the accumulator on {self._device}")
+            if g.is_sparse:
+                raise InputError(f"ExactGradAccumulator.add: the gradient of {name} is sparse")
+            grads.append((name, p, g))
+        if self.record_digests or self.record_dir is not None:
+            flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1)
+                              for _, p in self._params])
+            self.records.append({"micro_batch": self._local_micro_batches,
+                                 "digest": digest(flat)})
+            if self.record_dir is not None:
+                folder = pathlib.Path(self.record_dir)
+                folder.mkdir(parents=True, exist_ok=True)
+                rank = self.record_rank
+                if rank is None:
+                    rank = dist.get_rank(self._group) if dist.is_initialized() else 0
+                path = folder / f"rank{rank}-mb{self._local_micro_batches:04d}.f32"
+                host = flat.detach().to("cpu").contiguous()
+                path.write_bytes(_c.string_at(host.data_ptr(), host.numel() * 4))  # little-endian
+        lib = _lib()
+        stream = self._stream()
+        offsets = dict((id(p), o) for (_, p), o in zip(self._params, self._offsets))
+        # On a GPU the adds are enqueued and settled by end_micro_batch (one wait per
+        # micro-batch): every gradient stays referenced until then.
+        added = []
+        for name, p, g in grads:
+            g = g.detach().contiguous()
+            added.append(g)
+            _library.check(lib.rv_accumulator_add(self._handle, g.data_ptr(), offsets[id(p)],
+                                                  g.numel(), stream))
+            p.grad = None
+        _library.check(lib.rv_accumulator_end_micro_batch(self._handle))
+        del added
+        self._local_micro_batches += 1
+
+    def _comm_device(self):
+        if dist.is_initialized() and dist.get_backend(self._group) == "nccl":
+            return torch.device("cuda", torch.cuda.current_device())
+        return torch.device("cpu")
+
+    def _world(self):
+        return dist.get_world_size(self._group) if dist.is_initialized() else 1
+
+    def _all_reduce(self, tensor, op):
+        if not dist.is_initialized():
+            return tensor
+        moved = tensor.to(self._comm_device())
+        dist.all_reduce(moved, op=op, group=self._group)
+        return moved
+
+    def reduce(self, mean_over=None, op="mean"):
+        """Combines every rank's sums and writes the result into each p.grad: op "mean" gives
+        RN(Σ / mean_over) (mean_over None: the micro-batches added on all ranks), op "sum"
+        RN(Σ). Every rank of the group must call it. Returns the micro-batches of all ranks."""
+        return _reduce([self], mean_over, op, self._world(), self._all_reduce)
+
+    @staticmethod
+    def reduce_together(accumulators, mean_over=None, op="mean"):
+        """The same for several accumulators held in one process, as ranks of one world (each
+        over the same parameters, and the first one's p.grad receives the result): the
+        collectives computed in place. For checks of a grouping in one process."""
+        accumulators = list(accumulators)
+        if not accumulators:
+            raise InputError("ExactGradAccumulator.reduce_together: no accumulator")
+
+        def combine(tensors, reduction):
+            stacked = torch.stack([t.to(accumulators[0]._device) for t in tensors])
+            if reduction == dist.ReduceOp.MAX:
+                return stacked.max(dim=0).values
+            return stacked.sum(dim=0)
+        return _reduce(accumulators, mean_over, op, len(accumulators), None, combine)
+
+    def _check_header(self, header):
+        differences = []
+        for field, name in enumerate(_HEADER_FIELDS):
+            largest, smallest = header[2 * field], -header[2 * field + 1]
+            if largest != smallest:
+                differences.append(f"{name} (from {smallest} to {largest})")
+        if differences:
+            raise WorldDisagreement(
+                "the ranks' exact gradient accumulators disagree before any gradient moved: "
+                + ", ".join(differences) + " (a differing magic: a rank is not reducing an "
+                "ExactGradAccumulator)")
+        if header[0] != _MAGIC:
+            raise WorldDisagreement(f"the agreed accumulator magic is {header[0]:#x}: a rank "
+                                    "is not reducing an ExactGradAccumulator")
+
+
+def _reduce(accumulators, mean_over, op, world, all_reduce, combine=None):
+    """The three rounds (docs/DESIGN.md §11) over `all_reduce(tensor, op)` for one accumulator
+    of a process group, or over `combine(tensors, op)` for several in one process."""
+    if op not in ("mean", "sum"):
+        raise InputError(f"ExactGradAccumulator.reduce: op {op!r} (mean or sum)")
+    if mean_over is not None and (isinstance(mean_over, bool) or
+                                  not isinstance(mean_over, int) or mean_over <= 0):
+        raise InputError(f"ExactGradAccumulator.reduce: mean_over = {mean_over!r}: a mean "
+                         "over a positive count of micro-batches or samples")
+    if mean_over is not None and mean_over > 1 << 20:
+        raise InputError(f"ExactGradAccumulator.reduce: mean_over = {mean_over} is beyond 2^20")
+    if combine is None:
+        def combine(tensors, reduction):
+            return all_reduce(tensors[0], reduction)
+    lib = _lib()
+    first = accumulators[0]
+    c_op = _library.OP_MEAN if op == "mean" else _library.OP_SUM
+    words = []
+    for acc in accumulators:
+        size = _c.c_size_t()
+        _library.check(lib.rv_accumulator_agreement_size(acc._handle, _c.byref(size)))
+        mine = torch.empty(size.value, dtype=torch.int64)
+        # mean_over None: the count is known only after the sum, so the header agrees on 0.
+        _library.check(lib.rv_accumulator_agreement_words(
+            acc._handle, acc._layout, c_op, mean_over or 0, mine.data_ptr(), acc._stream()))
+        words.append(mine)
+    # Round 1: the header alone (every rank sends the same 10 words, whatever its length).
+    header = combine([w[:_HEADER_WORDS].clone() for w in words], dist.ReduceOp.MAX).cpu()
+    first._check_header(header.tolist())
+    # Round 2: the windows.
+    agreed = torch.cat([header, combine([w[_HEADER_WORDS:].clone() for w in words],
+                                        dist.ReduceOp.MAX).cpu()])
+    digits = []
+    for acc in accumulators:
+        digit_words = _c.c_size_t()
+        _library.check(lib.rv_accumulator_plan(acc._handle, agreed.data_ptr(), world,
+                                               _c.byref(digit_words)))
+        mine = torch.empty(digit_words.value, dtype=torch.int64, device=acc._device)
+        _library.check(lib.rv_accumulator_export_digits(acc._handle, mine.data_ptr(),
+                                                        acc._stream()))
+        digits.append(mine)
+    # Round 3: the digits.
+    summed = combine(digits, dist.ReduceOp.SUM).to(first._device)
+    total = int(summed[0].item())
+    divisor = mean_over if mean_over is not None else total
+    if op == "mean" and divisor == 0:
+        raise InputError("ExactGradAccumulator.reduce: no rank added a micro-batch, and "
+                         "mean_over is not given: a mean over nothing")
+    out = torch.empty(first.count, dtype=torch.float32, device=first._device)
+    _library.check(lib.rv_accumulator_finish(first._handle, summed.data_ptr(), c_op,
+                                             divisor if op == "mean" else 0, out.data_ptr(),
+                                             first._stream()))
+    for (_, p), offset in zip(first._params, first._offsets):
+        p.grad = out[offset:offset + p.numel()].view_as(p)
+    for acc in accumulators:
+        _library.check(lib.rv_accumulator_clear(acc._handle, acc._stream()))
+        acc._local_micro_batches = 0
+    return total

@@ -1,0 +1,238 @@
+// ExactAccumulator (core/exact/exact_accumulator.h) against the straight exact reference
+// (reference_exact, core/exact/exact_reduction.h) and MPFR: M addend arrays split over W
+// ranks, each rank adding its share in its own order and in ranges of its own, give the
+// reference's bits for the sum and the mean; and so does every other split, order and
+// grouping. Special values, −0 sums, wide blocks, the limits and the entry checks too.
+#include "core/exact/exact_accumulator.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/arena.h"
+#include "core/error.h"
+#include "core/exact/exact_reduction.h"
+#include "core/oracle/reference.h"
+#include "tests/exact/host_exact_fast_support.h"
+#include "tests/exact/mpfr_oracle.h"
+
+namespace rv::test {
+namespace {
+
+// One way of accumulating M addend arrays: which rank holds which, in what order, and the
+// ranges (block-aligned starts) each add covers, as a trainer's parameters would.
+struct Split {
+  std::vector<std::vector<std::size_t>> addends_of_rank;
+  std::vector<std::size_t> range_starts;  // multiples of kBlock, starting at 0
+};
+
+Split random_split(std::size_t m, std::uint32_t world, std::size_t n, std::mt19937_64& rng) {
+  Split split;
+  std::vector<std::size_t> order(m);
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), rng);
+  split.addends_of_rank.resize(world);
+  // Uneven: ranks may hold none.
+  for (std::size_t a : order) split.addends_of_rank[rng() % world].push_back(a);
+  split.range_starts.push_back(0);
+  for (std::size_t s = exact::kBlock; s < n; s += exact::kBlock) {
+    if (rng() % 2 == 0) split.range_starts.push_back(s);
+  }
+  return split;
+}
+
+std::vector<ExactAccumulator> accumulate(const Arenas& addends, const Split& split) {
+  const std::size_t n = addends[0].size();
+  std::vector<ExactAccumulator> ranks;
+  for (const auto& mine : split.addends_of_rank) {
+    ExactAccumulator acc(n);
+    for (std::size_t a : mine) {
+      for (std::size_t r = 0; r < split.range_starts.size(); ++r) {
+        const std::size_t begin = split.range_starts[r];
+        const std::size_t end = r + 1 < split.range_starts.size() ? split.range_starts[r + 1] : n;
+        acc.add(addends[a].data() + begin, begin, end - begin);
+      }
+      acc.end_micro_batch();
+    }
+    ranks.push_back(std::move(acc));
+  }
+  return ranks;
+}
+
+std::vector<float> reduce(const std::vector<ExactAccumulator>& ranks, Op op, std::uint64_t m) {
+  std::vector<const ExactAccumulator*> pointers;
+  for (const auto& r : ranks) pointers.push_back(&r);
+  return reduce_in_process(pointers, op, m);
+}
+
+// "" when every split of `addends` gives the reference's sum and mean over M.
+std::string difference_over_splits(const Arenas& addends, int splits, std::uint64_t seed) {
+  const std::size_t m = addends.size();
+  const std::vector<float> sum = reference_exact(addends, Op::kSum);
+  const std::vector<float> mean = reference_exact(addends, Op::kMean);
+  std::mt19937_64 rng(seed);
+  for (int s = 0; s < splits; ++s) {
+    const auto world = static_cast<std::uint32_t>(1 + rng() % (m + 1));
+    const Split split = random_split(m, world, addends[0].size(), rng);
+    const std::vector<ExactAccumulator> ranks = accumulate(addends, split);
+    std::uint64_t batches = 0;
+    for (const auto& r : ranks) batches += r.micro_batches();
+    if (batches != m) return "micro-batches counted " + std::to_string(batches);
+    std::string d = first_difference(reduce(ranks, Op::kSum, 0), sum);
+    if (!d.empty()) return "sum, W = " + std::to_string(world) + ": " + d;
+    d = first_difference(reduce(ranks, Op::kMean, m), mean);
+    if (!d.empty()) return "mean, W = " + std::to_string(world) + ": " + d;
+  }
+  return "";
+}
+
+TEST(ExactAccumulator, EverySplitOrderAndGroupingGivesTheReferenceOnEveryDistribution) {
+  for (Distribution dist : kAllDistributions) {
+    for (std::uint32_t m : {1u, 2u, 3u, 8u, 13u}) {
+      for (std::size_t n : {std::size_t{1}, std::size_t{1023}, std::size_t{3000}}) {
+        const Arenas addends = make_arenas(m, n, dist, 17 + m + n);
+        EXPECT_EQ(difference_over_splits(addends, 6, m * 31 + n), "")
+            << to_string(dist) << ", M = " << m << ", n = " << n;
+      }
+    }
+  }
+}
+
+TEST(ExactAccumulator, NormalDataStaysInOneDigitPerElement) {
+  // Gradient-like data: 8 bytes an element (plus a few bytes per block), whatever M.
+  const std::size_t n = 8 * exact::kBlock;
+  const Arenas addends = make_arenas(64, n, Distribution::kNormal, 5);
+  ExactAccumulator acc(n);
+  for (const auto& a : addends) acc.add(a.data(), 0, n);
+  EXPECT_EQ(acc.wide_blocks(), 0u);
+  EXPECT_EQ(acc.flagged_blocks(), 0u);
+  EXPECT_LE(acc.bytes(), n * 8 + acc.blocks() * 64);
+  EXPECT_EQ(first_difference(reduce_in_process({&acc}, Op::kMean, 64),
+                             reference_exact(addends, Op::kMean)),
+            "");
+}
+
+TEST(ExactAccumulator, WideDataTurnsBlocksWideAndStaysExact) {
+  // The whole exponent range in one block: past 62 bits, 56 bytes an element.
+  const std::size_t n = 2 * exact::kBlock;
+  const Arenas addends = make_arenas(5, n, Distribution::kWide, 9);
+  ExactAccumulator acc(n);
+  for (const auto& a : addends) acc.add(a.data(), 0, n);
+  EXPECT_EQ(acc.wide_blocks(), 2u);
+  EXPECT_EQ(
+      first_difference(reduce_in_process({&acc}, Op::kSum, 0), reference_exact(addends, Op::kSum)),
+      "");
+  // A block that is wide on one rank only still combines with the others' digits.
+  Arenas mixed = make_arenas(4, n, Distribution::kNormal, 10);
+  mixed[3][7] = 1e30f;
+  mixed[3][exact::kBlock + 9] = 1e-40f;
+  EXPECT_EQ(difference_over_splits(mixed, 8, 3), "");
+}
+
+TEST(ExactAccumulator, MeanOverACountOtherThanTheAddendsIsRoundedOnce) {
+  // mean_over = samples, not micro-batches: RN(S / M) for any M ≤ 2^20, held to MPFR (the
+  // addends padded with −0 to M: the same sum, and no other zero's sign).
+  const Arenas addends = make_arenas(3, 2000, Distribution::kNormal, 21);
+  ExactAccumulator acc(2000);
+  for (const auto& a : addends) acc.add(a.data(), 0, 2000);
+  for (std::uint64_t m :
+       {std::uint64_t{3}, std::uint64_t{7}, std::uint64_t{96}, std::uint64_t{1} << 20}) {
+    const std::vector<float> mean = reduce_in_process({&acc}, Op::kMean, m);
+    for (std::size_t i = 0; i<2000; i += m> 1000 ? 401 : 37) {
+      std::vector<float> column(m, -0.0f);
+      for (std::size_t r = 0; r < addends.size(); ++r) column[r] = addends[r][i];
+      ASSERT_EQ(float_bits(mean[i]), mpfr_exact_bits(column, Op::kMean))
+          << "M = " << m << ", " << i;
+    }
+  }
+}
+
+TEST(ExactAccumulator, SpecialValuesFollowTheLaw) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  // Per element, its addends in micro-batch order.
+  const std::vector<std::vector<float>> columns = {
+      {-0.0f, -0.0f, -0.0f},    {-0.0f, 0.0f, -0.0f}, {1.0f, -1.0f, -0.0f}, {inf, 1.0f, 2.0f},
+      {inf, -inf, 1.0f},        {nan, 1.0f, 1.0f},    {-inf, -inf, 3.0f},   {3e38f, 3e38f, 3e38f},
+      {-0.0f, 1e-45f, -1e-45f}, {0.0f, 0.0f, 0.0f}};
+  const std::size_t n = columns.size();
+  Arenas addends(3, std::vector<float>(n));
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t r = 0; r < 3; ++r) addends[r][i] = columns[i][r];
+  }
+  EXPECT_EQ(difference_over_splits(addends, 20, 1), "");
+  const std::vector<float> sum = reference_exact(addends, Op::kSum);
+  EXPECT_EQ(float_bits(sum[0]), 0x80000000u);
+  EXPECT_EQ(float_bits(sum[4]), kCanonicalNanBits);
+  EXPECT_EQ(float_bits(sum[7]), 0x7F800000u);
+  // A mean whose sum overflows is finite.
+  EXPECT_EQ(reference_exact(addends, Op::kMean)[7], 3e38f);
+}
+
+TEST(ExactAccumulator, NegativeZeroSumsWhenRangesCoverDifferentPrefixes) {
+  // The tail of the block receives addends only from the second rank: where it holds −0,
+  // every addend of those elements is −0.
+  const std::size_t n = 600;
+  ExactAccumulator a(n), b(n);
+  std::vector<float> head(300, 2.0f), all(n, -0.0f);
+  a.add(head.data(), 0, head.size());
+  a.end_micro_batch();
+  b.add(all.data(), 0, n);
+  b.end_micro_batch();
+  const std::vector<float> out = reduce_in_process({&a, &b}, Op::kSum, 0);
+  EXPECT_EQ(out[0], 2.0f);
+  EXPECT_EQ(float_bits(out[300]), 0x80000000u);
+  EXPECT_EQ(float_bits(reduce_in_process({&b, &a}, Op::kSum, 0)[599]), 0x80000000u);
+}
+
+TEST(ExactAccumulator, ClearStartsAgain) {
+  const Arenas addends = make_arenas(2, 100, Distribution::kSpecial, 4);
+  ExactAccumulator acc(100);
+  acc.add(addends[0].data(), 0, 100);
+  acc.clear();
+  acc.add(addends[1].data(), 0, 100);
+  EXPECT_EQ(acc.micro_batches(), 0u);
+  EXPECT_EQ(first_difference(reduce_in_process({&acc}, Op::kSum, 0),
+                             reference_exact({addends[1]}, Op::kSum)),
+            "");
+}
+
+TEST(ExactAccumulator, EntryChecksNameTheCause) {
+  ExactAccumulator acc(3000);
+  std::vector<float> x(3000, 1.0f);
+  EXPECT_THROW(acc.add(x.data(), 5, 10), InputError);       // not a block's start
+  EXPECT_THROW(acc.add(x.data(), 2048, 2000), InputError);  // beyond the end
+  EXPECT_THROW(acc.add(nullptr, 0, 10), InputError);
+  acc.add(x.data(), 0, 3000);
+  EXPECT_THROW(reduce_in_process({&acc}, Op::kMean, 0), InputError);
+  EXPECT_THROW(reduce_in_process({&acc}, Op::kMean, (1u << 20) + 1), InputError);
+  // Accumulators of other lengths: the header's max and min differ, on every rank.
+  ExactAccumulator other(2999);
+  std::vector<std::int64_t> mine(acc.agreement_size()), theirs(other.agreement_size());
+  acc.agreement_words(0, Op::kSum, 0, mine.data());
+  other.agreement_words(0, Op::kSum, 0, theirs.data());
+  for (int i = 0; i < kAccumulatorHeaderWords; ++i) mine[i] = std::max(mine[i], theirs[i]);
+  try {
+    acc.plan(mine.data(), 2);
+    FAIL() << "no disagreement found";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("accumulator length: from 2999 to 3000"),
+              std::string::npos)
+        << e.what();
+  }
+  // Another layout fingerprint (the caller's shapes and dtypes), or another op or mean_over.
+  std::vector<std::int64_t> words(acc.agreement_size()), layout(acc.agreement_size());
+  acc.agreement_words(1, Op::kMean, 8, words.data());
+  acc.agreement_words(2, Op::kMean, 8, layout.data());
+  for (std::size_t i = 0; i < words.size(); ++i) words[i] = std::max(words[i], layout[i]);
+  EXPECT_EQ(find_header_disagreement(words.data()).field, AccumulatorField::kLayout);
+}
+
+}  // namespace
+}  // namespace rv::test

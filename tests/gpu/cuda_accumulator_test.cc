@@ -1,0 +1,195 @@
+// CudaAccumulator (core/cuda/cuda_accumulator.h) against the straight exact reference: M
+// addend arrays split over W ranks, some on the GPU and some on the host (the same wire
+// format), each adding its share in its own order and ranges, combined as the all-reduces
+// would, finished on a GPU rank and on a host rank: the reference's bits for the sum and the
+// mean, on every distribution (wide and special data take the host fallback).
+#include "core/cuda/cuda_accumulator.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "core/arena.h"
+#include "core/cuda/device_buffer.h"
+#include "core/error.h"
+#include "core/exact/exact_accumulator.h"
+#include "core/exact/exact_reduction.h"
+#include "core/oracle/reference.h"
+#include "tests/gpu/gpu_test_support.h"
+
+namespace rv::test {
+namespace {
+
+using Arenas = std::vector<std::vector<float>>;
+
+Arenas make(std::uint32_t m, std::size_t n, Distribution dist, std::uint64_t seed) {
+  Arenas a;
+  for (std::uint32_t r = 0; r < m; ++r) a.push_back(generate_arena({1, dist, seed}, r, n));
+  return a;
+}
+
+struct Ranks {
+  std::vector<std::unique_ptr<CudaAccumulator>> gpu;
+  std::vector<std::unique_ptr<ExactAccumulator>> host;
+};
+
+// Rank r is on the GPU when r is even. Each adds its addends in ranges cut at `starts`; GPU
+// ranks 2, 6, … never call end_micro_batch (their adds settle when the next one overlaps
+// them, and the last by settle()).
+Ranks accumulate(const Arenas& addends, const std::vector<std::vector<std::size_t>>& of_rank,
+                 const std::vector<std::size_t>& starts) {
+  const std::size_t n = addends[0].size();
+  Ranks ranks;
+  // Every addend in its own buffer, alive until the accumulators are settled (a pending add's
+  // values are read again when the host takes a block over).
+  std::vector<std::unique_ptr<DeviceBuffer>> values;
+  for (const auto& a : addends) {
+    values.push_back(std::make_unique<DeviceBuffer>(0, n * sizeof(float)));
+    values.back()->upload_floats(a);
+  }
+  for (std::size_t r = 0; r < of_rank.size(); ++r) {
+    if (r % 2 == 0) {
+      auto acc = std::make_unique<CudaAccumulator>(0, n);
+      for (std::size_t a : of_rank[r]) {
+        for (std::size_t k = 0; k < starts.size(); ++k) {
+          const std::size_t end = k + 1 < starts.size() ? starts[k + 1] : n;
+          acc->add(values[a]->floats() + starts[k], starts[k], end - starts[k], nullptr);
+        }
+        // Every other GPU rank leaves its adds pending across micro-batches: the next add
+        // overlaps them and settles them first.
+        if (r % 4 == 0) acc->end_micro_batch();
+      }
+      acc->settle();  // before `values` goes
+      ranks.gpu.push_back(std::move(acc));
+    } else {
+      auto acc = std::make_unique<ExactAccumulator>(n);
+      for (std::size_t a : of_rank[r]) {
+        for (std::size_t k = 0; k < starts.size(); ++k) {
+          const std::size_t end = k + 1 < starts.size() ? starts[k + 1] : n;
+          acc->add(addends[a].data() + starts[k], starts[k], end - starts[k]);
+        }
+        acc->end_micro_batch();
+      }
+      ranks.host.push_back(std::move(acc));
+    }
+  }
+  return ranks;
+}
+
+// The three rounds as the all-reduces would compute them; the results as the first GPU rank
+// and (when there is one) the first host rank finish them.
+std::vector<std::vector<float>> combine(Ranks& ranks, Op op, std::uint64_t m, std::size_t n) {
+  const auto world = static_cast<std::uint32_t>(ranks.gpu.size() + ranks.host.size());
+  std::vector<std::int64_t> agreed, words;
+  auto merge = [&](const std::vector<std::int64_t>& w) {
+    if (agreed.empty()) agreed.assign(w.size(), INT64_MIN);
+    for (std::size_t i = 0; i < w.size(); ++i) agreed[i] = std::max(agreed[i], w[i]);
+  };
+  for (auto& g : ranks.gpu) {
+    words.assign(g->agreement_size(), 0);
+    g->agreement_words(0, op, m, words.data(), nullptr);
+    merge(words);
+  }
+  for (auto& h : ranks.host) {
+    words.assign(h->agreement_size(), 0);
+    h->agreement_words(0, op, m, words.data());
+    merge(words);
+  }
+  std::vector<std::int64_t> summed;
+  auto add = [&](const std::vector<std::int64_t>& d) {
+    if (summed.empty()) summed.assign(d.size(), 0);
+    for (std::size_t i = 0; i < d.size(); ++i) {
+      summed[i] = static_cast<std::int64_t>(static_cast<std::uint64_t>(summed[i]) +
+                                            static_cast<std::uint64_t>(d[i]));
+    }
+  };
+  for (auto& g : ranks.gpu) {
+    const std::size_t digit_words = g->plan(agreed.data(), world);
+    DeviceBuffer d(0, digit_words * 8);
+    d.fill_bytes(0xA5);  // every word must be written
+    g->export_digits(static_cast<std::int64_t*>(d.data()), nullptr);
+    std::vector<std::int64_t> host(digit_words);
+    d.download(host.data(), digit_words * 8);
+    add(host);
+  }
+  for (auto& h : ranks.host) {
+    const AccumulatorPlan plan = h->plan(agreed.data(), world);
+    std::vector<std::int64_t> digits(plan.words);
+    h->export_digits(plan, digits.data());
+    add(digits);
+  }
+  std::vector<std::vector<float>> results;
+  DeviceBuffer d_summed(0, summed.size() * 8), d_out(0, n * sizeof(float));
+  d_summed.upload(summed.data(), summed.size() * 8);
+  d_out.fill_bytes(0xFF);
+  ranks.gpu[0]->finish(static_cast<std::int64_t*>(d_summed.data()), op, m, d_out.floats(), nullptr);
+  results.push_back(d_out.download_floats(n));
+  if (!ranks.host.empty()) {
+    const AccumulatorPlan plan = ranks.host[0]->plan(agreed.data(), world);
+    std::vector<float> out(n);
+    finish_accumulated(plan, summed.data(), op, m, n, out.data());
+    results.push_back(out);
+  }
+  return results;
+}
+
+TEST(CudaAccumulator, EverySplitOfGpuAndHostRanksGivesTheReference) {
+  RV_SKIP_WITHOUT_GPU();
+  std::mt19937_64 rng(5);
+  for (Distribution dist : kAllDistributions) {
+    for (std::uint32_t m : {1u, 3u, 8u}) {
+      for (std::size_t n : {std::size_t{1}, std::size_t{1500}, std::size_t{5000}}) {
+        const Arenas addends = make(m, n, dist, 40 + m);
+        const std::vector<float> sum = reference_exact(addends, Op::kSum);
+        const std::vector<float> mean = reference_exact(addends, Op::kMean);
+        for (int split = 0; split < 3; ++split) {
+          const std::size_t world = 1 + rng() % m;
+          std::vector<std::size_t> order(m);
+          std::iota(order.begin(), order.end(), 0);
+          std::shuffle(order.begin(), order.end(), rng);
+          std::vector<std::vector<std::size_t>> of_rank(world);
+          for (std::size_t a : order) of_rank[rng() % world].push_back(a);
+          std::vector<std::size_t> starts{0};
+          for (std::size_t s = exact::kBlock; s < n; s += exact::kBlock) {
+            if (rng() % 2 == 0) starts.push_back(s);
+          }
+          for (Op op : {Op::kSum, Op::kMean}) {
+            Ranks ranks = accumulate(addends, of_rank, starts);
+            for (const auto& got : combine(ranks, op, m, n)) {
+              EXPECT_TRUE(same_bits(op == Op::kSum ? sum : mean, got))
+                  << to_string(dist) << ", M = " << m << ", n = " << n << ", W = " << world
+                  << (op == Op::kSum ? ", sum" : ", mean");
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(CudaAccumulator, NormalDataStaysOnTheDevice) {
+  RV_SKIP_WITHOUT_GPU();
+  const std::size_t n = 64 * exact::kBlock;
+  const Arenas addends = make(16, n, Distribution::kNormal, 3);
+  Ranks ranks = accumulate(addends, {{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}}, {0});
+  EXPECT_EQ(ranks.gpu[0]->host_blocks(), 0u);
+  EXPECT_TRUE(same_bits(reference_exact(addends, Op::kMean), combine(ranks, Op::kMean, 16, n)[0]));
+}
+
+TEST(CudaAccumulator, EntryChecks) {
+  RV_SKIP_WITHOUT_GPU();
+  CudaAccumulator acc(0, 3000);
+  DeviceBuffer values(0, 3000 * sizeof(float));
+  EXPECT_THROW(acc.add(values.floats(), 5, 10, nullptr), InputError);
+  EXPECT_THROW(acc.add(values.floats(), 2048, 2000, nullptr), InputError);
+  DeviceBuffer out(0, 3000 * sizeof(float)), summed(0, 8);
+  EXPECT_THROW(
+      acc.finish(static_cast<std::int64_t*>(summed.data()), Op::kMean, 1, out.floats(), nullptr),
+      InputError);  // no plan yet
+}
+
+}  // namespace
+}  // namespace rv::test
