@@ -143,7 +143,8 @@ EOF
       --junit "$work/reports/h200-cuda-loopback-$key.xml"
     # Every digest against the committed H200 report (cuda-loopback loads no NCCL, so one
     # committed report serves every key).
-    step "cli[$key] compare cuda-loopback with golden/boxes" 60 "$log" "$cli" compare \
+    step "cli[$key] compare cuda-loopback with golden/boxes" 60 "$log" env "$(libs system)" \
+      "$cli" compare \
       "$work/reports/h200-cuda-loopback-$key.json" \
       "$root/golden/boxes/h200-cuda-loopback-nccl2.28.3.json"
     for op in sum mean; do
