@@ -24,12 +24,14 @@ CONTRACT_CODES = {"fixed-order": 1, "exact": 2}
 OP_CODES = {"sum": 0, "mean": 1}
 
 
-def agree(group, device, contract, op, world, length, index, step, recording, timeout):
+def agree(group, device, contract, op, world, length, index, step, recording, timeout, held):
+    """`held` keeps the gather's tensors and work referenced (hooks.py says why)."""
     record = [_MAGIC, CONTRACT_CODES[contract], OP_CODES[op], world, length, index, step,
               int(recording)]
     mine = torch.tensor(record, dtype=torch.int64, device=device)
     rows = [torch.empty_like(mine) for _ in range(world)]
     work = dist.all_gather(rows, mine, group=group, async_op=True)
+    held += [work, mine, rows]
     _wait(work, device, timeout, index, step)
     table = [row.tolist() for row in rows]
     if all(row == table[0] for row in table):

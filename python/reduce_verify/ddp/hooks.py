@@ -150,12 +150,18 @@ def shard_length(n: int, world: int) -> int:
     return s if world == 1 else -(-s // 4) * 4
 
 
-def _all_gather_rows(table, row, group):
+def _all_gather_rows(table, row, group, held):
     """Gathers every rank's `row` into the rows of `table` (W × s), as bytes."""
     if table.is_cuda and hasattr(dist, "all_gather_into_tensor"):
-        return dist.all_gather_into_tensor(table.view(-1), row, group=group, async_op=True)
+        flat = table.view(-1)
+        work = dist.all_gather_into_tensor(flat, row, group=group, async_op=True)
+        held += [work, flat, row]
+        return work
     # Gloo has no all_gather_into_tensor: the list form writes each row in place.
-    return dist.all_gather(list(table.unbind(0)), row, group=group, async_op=True)
+    rows = list(table.unbind(0))
+    work = dist.all_gather(rows, row, group=group, async_op=True)
+    held += [work, rows, row]
+    return work
 
 
 def _reduce_bucket(state, bucket, contract):
@@ -174,15 +180,22 @@ def _reduce_bucket(state, bucket, contract):
     n = buffer.numel()
     if bucket.is_last():
         _step_done(state, step)
+    # Every tensor handed to a collective, and its work, stays referenced from here for the
+    # next few buckets: a Gloo worker thread must never drop the last reference to a tensor
+    # that has a Python object, which it can only free holding the GIL (a deadlock while
+    # destroy_process_group joins it holding the GIL; an abort while the interpreter
+    # finalises: "terminate called without an active exception").
+    held = []
+    state._held.append(held)
 
     if checking:
         agree(group, buffer.device, contract, state.op, world, n, index, step, recording,
-              state.agreement_timeout)
+              state.agreement_timeout, held)
 
     inputs = None
     if recording:  # every rank's addends, before anything is overwritten
         inputs = torch.empty((world, n), dtype=torch.float32, device=buffer.device)
-        _all_gather_rows(inputs, buffer, group).wait()
+        _all_gather_rows(inputs, buffer, group, held).wait()
         own_input_digest = digest(buffer)
 
     s = shard_length(n, world)
@@ -193,7 +206,10 @@ def _reduce_bucket(state, bucket, contract):
         send = torch.zeros(padded, dtype=torch.float32, device=buffer.device)
         send[:n].copy_(buffer)
     table = torch.empty((world, s), dtype=torch.float32, device=buffer.device)
-    dist.all_to_all_single(table.view(-1), send, group=group, async_op=True).wait()
+    flat_table = table.view(-1)
+    exchange = dist.all_to_all_single(flat_table, send, group=group, async_op=True)
+    held += [exchange, flat_table, send]
+    exchange.wait()
 
     # The fold writes the reduced shard over row 0 (an in-place fold into slot 0).
     reduced = table[0]
@@ -201,7 +217,7 @@ def _reduce_bucket(state, bucket, contract):
 
     gathered = buffer.view(world, s) if padded == n else torch.empty(
         (world, s), dtype=torch.float32, device=buffer.device)
-    gather = _all_gather_rows(gathered, reduced, group)
+    gather = _all_gather_rows(gathered, reduced, group, held)
 
     def finish():
         if padded != n:
