@@ -74,6 +74,7 @@ def _wait(work, device, timeout, index, step):
                 _timed_out(timeout, index, step)
             time.sleep(pause)
             pause = min(2 * pause, 1e-3)
+        work.wait()  # the current stream after the gather, as every use of its output needs
         return
     try:
         work.wait(timeout=datetime.timedelta(seconds=timeout))
