@@ -1,6 +1,7 @@
 """The training loop of PyTorch's DDP tutorial with a reduce_verify hook, for torchrun:
 
-    torchrun --standalone --nproc_per_node 2 -m reduce_verify.example --record recording
+    torchrun --standalone --nproc_per_node 2 --redirects 2 --tee 2 \
+        -m reduce_verify.example --record recording
 
 Every rank prints the digest of its final parameters (the same on every rank, and the same
 on every run of the same W, bucket layout or not); --record DIR records step 2's buckets for

@@ -24,6 +24,9 @@ wait is a stream dependency and the host does not block; on Gloo the backward pa
 each bucket's exchange and gather, and the future the hook returns is already complete (see
 the end of _reduce_bucket for why)."""
 
+import atexit
+import collections
+import ctypes
 import warnings
 from typing import Callable, Optional
 
@@ -37,6 +40,21 @@ from .agreement import agree
 from .state import HookState
 
 _default_state = None
+# The last buckets' Gloo collectives: their works and every tensor handed to them. A Gloo
+# worker thread must never drop the last reference to a tensor that has a Python object: it
+# can free that object only holding the GIL, so a teardown that joins the worker holding the
+# GIL hangs (destroy_process_group, or ~Reducer destroying the process group), and one during
+# the interpreter's finalisation aborts ("terminate called without an active exception").
+# Held here, not by a HookState, so that destroying the model does not drop them either; at
+# the interpreter's exit they are kept for good (the process ends: nothing leaks for long).
+_recent_collectives = collections.deque(maxlen=4)
+
+
+@atexit.register
+def _keep_recent_collectives_past_exit():
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(_recent_collectives))
+
+
 Hook = Callable[[Optional[HookState], "dist.GradBucket"], torch.futures.Future[torch.Tensor]]
 
 
@@ -180,13 +198,9 @@ def _reduce_bucket(state, bucket, contract):
     n = buffer.numel()
     if bucket.is_last():
         _step_done(state, step)
-    # Every tensor handed to a collective, and its work, stays referenced from here for the
-    # next few buckets: a Gloo worker thread must never drop the last reference to a tensor
-    # that has a Python object, which it can only free holding the GIL (a deadlock while
-    # destroy_process_group joins it holding the GIL; an abort while the interpreter
-    # finalises: "terminate called without an active exception").
-    held = []
-    state._held.append(held)
+    held = []  # every work and tensor of this bucket's collectives
+    if not _completes_at_launch(group):
+        _recent_collectives.append(held)
 
     if checking:
         agree(group, buffer.device, contract, state.op, world, n, index, step, recording,

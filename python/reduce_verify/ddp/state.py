@@ -1,6 +1,5 @@
 """HookState: what a reduce_verify DDP hook keeps between calls, and the errors it raised."""
 
-import collections
 import contextlib
 from typing import Iterator, Optional
 
@@ -56,9 +55,6 @@ class HookState:
         self.error: Optional[BaseException] = None
         self._forwards = 0  # forward passes since the last synchronised step (register())
         self._accumulation_warned = False
-        # The last buckets' collectives: their works and tensors (hooks.py says why). Gloo
-        # runs two worker threads; four buckets back, every worker has moved on.
-        self._held = collections.deque(maxlen=4)
 
     def __repr__(self) -> str:
         group = "default" if self.process_group is None else repr(self.process_group)
