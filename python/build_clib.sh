@@ -7,17 +7,21 @@
 #     --cuda  also the GPU paths (CUDA in /usr/local/cuda; set -DCMAKE_CUDA_ARCHITECTURES=NN
 #             to your GPU's, or every default architecture is compiled: slow)
 #   BUILD_DIR overrides the folder (then set REDUCE_VERIFY_LIB for pip).
+# A build-python/ configured before (with CUDA, say, for ci/device/run-ddp-hook-bench.sh)
+# keeps its CUDA choice unless --cuda or -DRV_WITH_CUDA=… is given.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-"$root/build-python"}
-cuda=OFF
+cuda=()
 if [[ ${1:-} == --cuda ]]; then
-  cuda=ON
+  cuda=(-DRV_WITH_CUDA=ON)
   shift
+elif [[ ! -f $build/CMakeCache.txt ]]; then
+  cuda=(-DRV_WITH_CUDA=OFF)
 fi
 generator=()
-if command -v ninja >/dev/null; then generator=(-G Ninja); fi
+if [[ ! -f $build/CMakeCache.txt ]] && command -v ninja >/dev/null; then generator=(-G Ninja); fi
 cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
-  -DRV_WITH_CUDA="$cuda" -DRV_BUILD_TESTS=OFF -DRV_BUILD_BENCH=OFF "$@" >/dev/null
+  "${cuda[@]}" -DRV_BUILD_TESTS=OFF -DRV_BUILD_BENCH=OFF "$@" >/dev/null
 cmake --build "$build" --target reduce_verify_c reduce-verify -j "$(nproc)"
 echo "built $build/capi/libreduce_verify_c.so and $build/verify/reduce-verify"
