@@ -45,19 +45,19 @@ def check_raw(tensor: torch.Tensor, what: str) -> None:
         raise InputError(f"{what} is not contiguous")
 
 
-def check_little_endian():
+def check_little_endian() -> None:
     if sys.byteorder != "little":
         raise Unsupported("this host is big-endian; digests and recordings are defined on "
                           "little-endian binary32 bytes")
 
 
-def parse_op(op):
+def parse_op(op: str) -> int:
     if op not in OPS:
         raise InputError(f"op {op!r} is neither 'sum' nor 'mean'")
     return OPS[op]
 
 
-def parse_contract(contract):
+def parse_contract(contract: str) -> str:
     if contract not in CONTRACTS:
         raise InputError(f"contract {contract!r} is not one of {', '.join(CONTRACTS)} "
                          "(library-sum is the library's own all-reduce: use DDP's default hook)")
