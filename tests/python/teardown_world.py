@@ -1,9 +1,10 @@
 """Worlds of W processes that run the training loop of PyTorch's DDP tutorial with a
 reduce_verify hook and end the way a user's script ends: `destroy` calls
 dist.destroy_process_group() while the DDP model is still alive and then lets the interpreter
-exit; `exit` lets the interpreter exit with the model and the process group alive. Either
-way the model is a module-level object, so it is destroyed during the interpreter's own
-finalisation, as in a user's script, not before.
+exit; `exit` lets the interpreter exit with the model and the process group alive. As in
+the tutorial, the model of `destroy` is a local of the function that calls destroy_process_group(), freed when
+it returns (~Reducer then destroys the process group); the model of `exit` is a module-level
+object, destroyed during the interpreter's own finalisation.
 
 The ranks are forked from this process after it has imported torch once (each rank then is
 a whole interpreter that exits through Python's normal finalisation, unlike a
@@ -60,11 +61,14 @@ def rank_main(rank, world, store, hook, teardown):
         outputs = ddp(torch.randn(20, 10, generator=generator))
         loss_fn(outputs, torch.randn(20, 5, generator=generator)).backward()
         optimizer.step()
-    _alive.extend([ddp, optimizer])
     digest = reduce_verify.digest(torch.cat([p.detach().flatten() for p in ddp.parameters()]))
     print(f"rank {rank}: {digest}", flush=True)
     if teardown == "destroy":
+        # The tutorial's cleanup(): the model is alive here and freed when this function
+        # returns, and with it the last reference to the process group (~Reducer).
         dist.destroy_process_group()
+    else:
+        _alive.extend([ddp, optimizer])  # freed by the interpreter's finalisation
 
 
 def start_rank(rank, world, store, hook, teardown):
