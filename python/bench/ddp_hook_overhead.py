@@ -283,8 +283,7 @@ def recorded(args, device, scratch):
         if rank != 0:
             del ddp, model
             continue
-        manifest = json.loads(recorder.manifest_path().read_text())
-        for entry in manifest["entries"]:
+        for entry in recorder.entries():
             stacked = torch.stack([
                 torch.frombuffer(bytearray((folder / f).read_bytes()), dtype=torch.float32)
                 for f in entry["inputs"]])

@@ -3,7 +3,9 @@
 - digest(tensor): the XXH3-128 digest `reduce-verify digest` prints for the same bytes;
 - reduce(stacked, op, contract): a W × n table reduced under fixed-order or exact;
 - ddp.fixed_order_hook / ddp.exact_hook with ddp.HookState: DDP communication hooks;
-- Recorder: dumps recorded steps' per-rank buckets for `reduce-verify … --inputs` replays.
+- ddp.register(model, hook, state): registers a hook after checking the model;
+- Recorder: dumps recorded steps' per-rank buckets for `reduce-verify … --inputs` replays;
+- tool_path(): the reduce-verify binary the wheel carries (also `python -m reduce_verify`).
 
 The package reaches the core through libreduce_verify_c.so's C ABI (ctypes) only."""
 
@@ -11,14 +13,15 @@ from . import ddp
 from .accumulate import ExactGradAccumulator
 from ._library import built_with_cuda, library_info, library_path
 from .errors import (InputError, InternalError, LibraryNotFound, ReduceVerifyError,
-                     RuntimeFailure, Unsupported, WorldDisagreement)
-from .recorder import Recorder
+                     RuntimeFailure, Unsupported, WorldDisagreement, WorldTimeout)
+from .recorder import Recorder, read_manifest
+from ._tool import tool_path
 from .tensors import digest, reduce
 
 __version__ = "0.1.0"
 
 __all__ = [
     "InputError", "InternalError", "LibraryNotFound", "Recorder", "ReduceVerifyError",
-    "RuntimeFailure", "Unsupported", "WorldDisagreement", "built_with_cuda", "ddp", "digest",
-    "library_info", "library_path", "reduce",
+    "RuntimeFailure", "Unsupported", "WorldDisagreement", "WorldTimeout", "built_with_cuda",
+    "ddp", "digest", "library_info", "library_path", "read_manifest", "reduce", "tool_path",
 ]

@@ -40,7 +40,7 @@ _lock = threading.Lock()
 _library = None
 
 
-def library_path():
+def library_path() -> pathlib.Path:
     """Where the library will be loaded from (raises LibraryNotFound naming the places)."""
     override = os.environ.get("REDUCE_VERIFY_LIB")
     if override:
@@ -57,7 +57,7 @@ def library_path():
         "--no-build-isolation ./python`, or point REDUCE_VERIFY_LIB at the built file.")
 
 
-def library():
+def library() -> ctypes.CDLL:
     """The loaded library, its signatures declared and its C API version checked."""
     global _library
     with _lock:
@@ -82,7 +82,7 @@ def library():
         return _library
 
 
-def check(status):
+def check(status: int) -> None:
     """Raises the exception class of a non-zero rv_status with the library's message."""
     if status == 0:
         return
@@ -90,10 +90,10 @@ def check(status):
     raise _STATUS_ERRORS.get(status, InternalError)(message or f"status {status}")
 
 
-def built_with_cuda():
+def built_with_cuda() -> bool:
     return bool(library().rv_built_with_cuda())
 
 
-def library_info():
+def library_info() -> str:
     """One line naming the library: tool, commit, C API, CUDA, xxHash."""
     return library().rv_library_info().decode()

@@ -20,6 +20,11 @@ class RuntimeFailure(ReduceVerifyError, RuntimeError):
     memory."""
 
 
+class WorldTimeout(RuntimeFailure):
+    """A hook's agreement with the other ranks did not complete within its deadline
+    (HookState's agreement_timeout): a rank that runs another hook, or none, or has stopped."""
+
+
 class Unsupported(ReduceVerifyError):
     """A GPU tensor and a libreduce_verify_c.so built without CUDA (or a big-endian host)."""
 

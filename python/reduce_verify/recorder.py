@@ -1,5 +1,5 @@
 """Recorder: dumps chosen steps' per-rank bucket gradients, so that a real training run's
-reductions can be replayed on any other box through the gate:
+reductions can be replayed on any other box through the command-line tool:
 
     reduce-verify digest --op mean --inputs step000003/bucket000/rank*.f32
     reduce-verify run --transport gloo --op mean --inputs step000003/bucket000/rank*.f32
@@ -11,25 +11,47 @@ Layout under the directory, written by one rank (the writer, rank 0 by default) 
 recorded step's all-gathered addends (an all-gather copies bytes, so slot r is exactly rank
 r's bucket):
 
-    manifest.json                             one entry per recorded (step, bucket)
+    manifest.jsonl                            one JSON object a line, one line per recorded
+                                              (step, bucket), appended as each is captured
     step<S>/bucket<B>/rank<R>.f32             raw little-endian binary32, zero-padded numbers
                                               so that a shell glob lists the ranks in order
 
+A step is what the hook's HookState counts: synchronised backward passes (the optimizer
+steps of the usual loop; under no_sync() gradient accumulation, not the forward passes).
 Every rank also keeps `local`: its own (step, bucket, input digest, result digest), which a
 test compares with the writer's manifest."""
 
+import atexit
 import ctypes
 import json
 import os
 import pathlib
 import threading
+import warnings
+from typing import Any, Dict, Iterable, List, Union
 
 import torch
 
 from . import _library
-from .tensors import check_little_endian, digest
+from .errors import InputError
+from .tensors import check_little_endian, digest, values_of
 
-FORMAT = "reduce-verify torch recording 1"
+FORMAT = "reduce-verify torch recording 2"
+MANIFEST = "manifest.jsonl"
+
+
+def read_manifest(directory: Union[str, os.PathLike]) -> List[Dict[str, Any]]:
+    """The entries of a recording's manifest, in the order they were captured."""
+    path = pathlib.Path(directory) / MANIFEST
+    entries = []
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            entries.append(json.loads(line))
+        except ValueError as error:
+            raise InputError(f"{path}:{number}: not a JSON line ({error})") from error
+    return entries
 
 
 def _write_atomically(path, data):
@@ -40,38 +62,100 @@ def _write_atomically(path, data):
 
 
 def _raw_bytes(tensor):
-    host = tensor.detach().to("cpu").contiguous()
+    host = values_of(tensor.detach().to("cpu"))
     return ctypes.string_at(host.data_ptr(), host.numel() * 4)
 
 
-class Recorder:
-    """Records the buckets of the steps in `steps` (step = completed backward passes before
-    it, counted by the hook's HookState) into `directory`. Pass it as HookState(recorder=…)."""
+def _parse_steps(steps) -> frozenset:
+    if isinstance(steps, bool) or not isinstance(steps, (int, Iterable)):
+        raise InputError(f"steps is a {type(steps).__name__}; pass a step number or an "
+                         "iterable of them (steps=5, steps=[0, 100], steps=range(0, 1000, 100))")
+    chosen = [steps] if isinstance(steps, int) else list(steps)
+    for step in chosen:
+        if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+            raise InputError(f"step {step!r} is not a step number (an int ≥ 0)")
+    return frozenset(chosen)
 
-    def __init__(self, directory, steps, writer_rank=0):
+
+class Recorder:
+    """Records the buckets of the steps in `steps` (an int or an iterable of ints; a step is
+    the number of synchronised backward passes, i.e. optimizer steps, before it, as the hook's
+    HookState counts them) into `directory`. Pass it as HookState(recorder=...).
+
+    The manifest is appended to, never rewritten: a directory recorded into again (a resumed
+    run) keeps the earlier entries. close(), the end of a `with Recorder(...)` block or the
+    interpreter's exit warns about chosen steps the training never reached."""
+
+    def __init__(self, directory: Union[str, os.PathLike], steps: Union[int, Iterable[int]],
+                 writer_rank: int = 0):
         check_little_endian()
         self.directory = pathlib.Path(directory)
-        self.steps = frozenset(int(s) for s in steps)
+        self.steps = _parse_steps(steps)
         self.writer_rank = writer_rank
-        self.entries = []  # the manifest's entries (the writer's)
-        # The hooks' completion callbacks run on the process group's threads, several buckets
-        # at once (Gloo keeps two): one capture at a time keeps the manifest whole.
+        self.local: List[Dict[str, Any]] = []  # this rank's own digests, on every rank
+        self._recorded = set()  # steps captured on this rank
+        self._steps_seen = 0    # synchronised backward passes the hook reported
+        self._closed = False
+        # The hooks' completion callbacks may run on a process group's threads, several
+        # buckets at once: one capture at a time keeps the manifest's lines whole.
         self._lock = threading.Lock()
-        self.local = []    # this rank's own digests, on every rank
+        atexit.register(self.close)
 
-    def wants(self, step):
-        return step in self.steps
+    def __repr__(self) -> str:
+        shown = sorted(self.steps)
+        steps = ", ".join(map(str, shown[:6])) + (", ..." if len(shown) > 6 else "")
+        return (f"Recorder({str(self.directory)!r}, steps=[{steps}], "
+                f"writer_rank={self.writer_rank}, recorded={sorted(self._recorded)}, "
+                f"steps_seen={self._steps_seen})")
 
-    def manifest_path(self):
-        return self.directory / "manifest.json"
+    def __enter__(self) -> "Recorder":
+        return self
 
-    def capture(self, **record):
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def manifest_path(self) -> pathlib.Path:
+        return self.directory / MANIFEST
+
+    def entries(self) -> List[Dict[str, Any]]:
+        """The manifest's entries so far (on the writer rank)."""
+        return read_manifest(self.directory)
+
+    @property
+    def recorded_steps(self) -> List[int]:
+        return sorted(self._recorded)
+
+    def close(self) -> None:
+        """Warns (RuntimeWarning) about chosen steps the hook never reached. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        atexit.unregister(self.close)
+        never = sorted(s for s in self.steps if s not in self._recorded)
+        if never:
+            warnings.warn(
+                f"reduce_verify.Recorder({str(self.directory)!r}): step(s) "
+                f"{', '.join(map(str, never))} never recorded: the hook saw "
+                f"{self._steps_seen} synchronised backward pass(es)"
+                + (f" (steps 0 to {self._steps_seen - 1})" if self._steps_seen else "")
+                + ". A step counts synchronised backward passes, i.e. "
+                "optimizer steps; under gradient accumulation (no_sync()) it is not the "
+                "number of forward passes", RuntimeWarning, stacklevel=2)
+
+    def _wants(self, step: int) -> bool:
+        return step in self.steps and not self._closed
+
+    def _saw_step(self, step: int) -> None:
+        self._steps_seen = max(self._steps_seen, step + 1)
+
+    def _capture(self, **record) -> None:
         with self._lock:
-            self._capture(**record)
+            self._capture_unlocked(**record)
 
-    def _capture(self, *, step, bucket, rank, world, op, contract, inputs, own_input_digest,
-                 result):
+    def _capture_unlocked(self, *, step, bucket, rank, world, op, contract, inputs,
+                          own_input_digest, result):
         result_digest = digest(result)
+        self._recorded.add(step)
         self.local.append({"step": step, "bucket": bucket, "rank": rank,
                            "input_digest": own_input_digest, "result_digest": result_digest})
         if rank != self.writer_rank:
@@ -86,7 +170,8 @@ class Recorder:
             digests.append(digest(inputs[r]))
         contract_option = "" if contract == "fixed-order" else " --contract exact"
         inputs_glob = f"{folder}/rank*.f32"
-        self.entries.append({
+        entry = {
+            "format": FORMAT,
             "step": step,
             "bucket": bucket,
             "world": world,
@@ -99,17 +184,15 @@ class Recorder:
             "inputs": files,
             "input_digests": digests,
             "result_digest": result_digest,
+            "library": _library.library_info(),
+            "torch": torch.__version__,
+            # The tool's path is the installed package's (reduce_verify.tool_path()), or
+            # `reduce-verify` where it is on PATH.
             "replay": [
                 f"reduce-verify digest --op {op}{contract_option} --inputs {inputs_glob}",
                 f"reduce-verify run --transport gloo --op {op}{contract_option} "
                 f"--inputs {inputs_glob}",
             ],
-        })
-        manifest = {
-            "format": FORMAT,
-            "library": _library.library_info(),
-            "torch": torch.__version__,
-            "entries": self.entries,
         }
-        _write_atomically(self.manifest_path(),
-                          (json.dumps(manifest, indent=2) + "\n").encode())
+        with open(self.manifest_path(), "a") as manifest:  # one write a line: appended whole
+            manifest.write(json.dumps(entry) + "\n")

@@ -13,43 +13,65 @@ CONTRACTS = ("fixed-order", "exact")
 OPS = {"sum": _library.OP_SUM, "mean": _library.OP_MEAN}
 
 
-def check_float32(tensor, what):
+def check_float32(tensor: torch.Tensor, what: str) -> None:
     if not isinstance(tensor, torch.Tensor):
         raise InputError(f"{what} is a {type(tensor).__name__}, not a torch.Tensor")
     if tensor.dtype != torch.float32:
         raise InputError(f"{what} holds {tensor.dtype}; reduce-verify's contracts are defined "
                          "on binary32 only (torch.float32): nothing is converted silently")
-    if tensor.is_sparse:
-        raise InputError(f"{what} is sparse; only dense float32 tensors are reduced")
+    if tensor.layout != torch.strided:
+        raise InputError(f"{what} is {'sparse' if tensor.is_sparse else tensor.layout}; only "
+                         "dense (strided) float32 tensors are reduced")
+    if tensor.device.type not in ("cpu", "cuda"):
+        raise InputError(f"{what} is on {tensor.device}, which holds no bytes this package "
+                         "reads (cpu and cuda tensors are supported)")
 
 
-def check_little_endian():
+def values_of(tensor: torch.Tensor) -> torch.Tensor:
+    """The tensor as dense row-major bytes that hold its values: torch keeps negation (and, on
+    complex tensors, conjugation) as a flag on a view, e.g. `z.conj().imag` or `x._neg_view()`,
+    whose storage holds the values un-negated, and .contiguous() alone keeps such a view when
+    its layout is already contiguous. The raw pointer the C ABI reads must see the values."""
+    return tensor.detach().resolve_conj().resolve_neg().contiguous()
+
+
+def check_raw(tensor: torch.Tensor, what: str) -> None:
+    """For tensors whose storage the C ABI reads or writes in place: refuse what values_of
+    would have to copy."""
+    if tensor.is_neg() or tensor.is_conj():
+        raise InputError(f"{what} is a lazily negated or conjugated view: its storage does not "
+                         "hold its values (resolve_neg() first)")
+    if not tensor.is_contiguous():
+        raise InputError(f"{what} is not contiguous")
+
+
+def check_little_endian() -> None:
     if sys.byteorder != "little":
         raise Unsupported("this host is big-endian; digests and recordings are defined on "
                           "little-endian binary32 bytes")
 
 
-def parse_op(op):
+def parse_op(op: str) -> int:
     if op not in OPS:
         raise InputError(f"op {op!r} is neither 'sum' nor 'mean'")
     return OPS[op]
 
 
-def parse_contract(contract):
+def parse_contract(contract: str) -> str:
     if contract not in CONTRACTS:
         raise InputError(f"contract {contract!r} is not one of {', '.join(CONTRACTS)} "
                          "(library-sum is the library's own all-reduce: use DDP's default hook)")
     return contract
 
 
-def digest(tensor):
+def digest(tensor: torch.Tensor) -> str:
     """The XXH3-128 digest (32 lowercase hex digits) of the tensor's values as little-endian
     binary32 in row-major order: what `reduce-verify digest` prints for a reduced arena of the
     same bytes, and what `xxh128sum` prints for a file holding them. CUDA tensors are copied
     to the host first."""
     check_float32(tensor, "the tensor to digest")
     check_little_endian()
-    host = tensor.detach().to("cpu").contiguous()
+    host = values_of(tensor.detach().to("cpu"))
     hex_out = ctypes.create_string_buffer(33)
     _library.check(_library.library().rv_digest_floats(host.data_ptr(), host.numel(), hex_out))
     return hex_out.value.decode()
@@ -67,8 +89,7 @@ def reduce_stacked_into(stacked, world, slot_stride, n, op, contract, out):
     parse_contract(contract)
     for tensor, what in ((stacked, "the stacked addends"), (out, "the output")):
         check_float32(tensor, what)
-        if not tensor.is_contiguous():
-            raise InputError(f"{what} is not contiguous")
+        check_raw(tensor, what)
     if stacked.device != out.device:
         raise InputError(f"the addends are on {stacked.device} and the output on {out.device}: "
                          "one device per reduction")
@@ -93,7 +114,8 @@ def reduce_stacked_into(stacked, world, slot_stride, n, op, contract, out):
     return out
 
 
-def reduce(stacked, op="sum", contract="fixed-order"):
+def reduce(stacked: torch.Tensor, op: str = "sum",
+           contract: str = "fixed-order") -> torch.Tensor:
     """Reduces a W × n float32 tensor (row r = rank r's addends) to n values under a contract:
     "fixed-order" (((x_0 + x_1) + x_2) + …, in binary32) or "exact" (the correctly rounded
     sum); op "sum" or "mean". A new tensor on the same device; the input is not changed."""
@@ -103,6 +125,6 @@ def reduce(stacked, op="sum", contract="fixed-order"):
     world, n = stacked.shape
     if world < 1:
         raise InputError("a reduction needs at least one rank (row)")
-    table = stacked.detach().contiguous()
+    table = values_of(stacked)
     out = torch.empty(n, dtype=torch.float32, device=stacked.device)
     return reduce_stacked_into(table, world, n, n, op, contract, out)

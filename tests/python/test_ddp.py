@@ -8,7 +8,6 @@ Recorder's dumps replay through `reduce-verify digest --inputs` and `run --input
 run's digests. Reported, not asserted: how many distinct digests DDP's default hook gives
 over the same changes."""
 
-import json
 import os
 import pathlib
 import subprocess
@@ -129,8 +128,7 @@ class DdpWorlds(unittest.TestCase):
         for label, (world, root, per_rank) in self.worlds.items():
             for name in ("fixed-tiny-view", "exact-tiny-view"):
                 folder = root / f"recording-{name}"
-                manifest = json.loads((folder / "manifest.json").read_text())
-                entries = manifest["entries"]
+                entries = reduce_verify.read_manifest(folder)
                 self.assertGreater(len(entries), 1, "the tiny bucket cap gives several buckets")
                 # Every rank's own view of its recorded buckets matches the writer's files.
                 for rank in range(world):

@@ -112,6 +112,54 @@ class AgainstTheTool(unittest.TestCase):
         self.assertEqual(struct.unpack("<I", struct.pack("<f", out.item()))[0], 0x7FC00000)
 
 
+class RawStoragePitfalls(unittest.TestCase):
+    """digest and reduce read the C ABI's raw bytes: every lazy view torch keeps as a flag on
+    the tensor (negation, conjugation) and every layout (strides, storage offset, zero-dim)
+    must reach them as the values the tensor holds."""
+
+    def test_lazy_negation_and_conjugation_are_resolved(self):
+        for imaginary in ([5.0], [5.0, -1.5, 2.0]):
+            z = torch.complex(torch.zeros(len(imaginary)), torch.tensor(imaginary))
+            # A float32 view with torch's negative bit, its values -imaginary; with one element
+            # it also counts as contiguous, so .contiguous() alone would not copy it.
+            imag = z.conj().imag
+            self.assertTrue(imag.is_neg())
+            negated = torch.tensor([-v for v in imaginary])
+            self.assertEqual(reduce_verify.digest(imag), reduce_verify.digest(negated))
+            self.assertNotEqual(reduce_verify.digest(imag),
+                                reduce_verify.digest(torch.tensor(imaginary)))
+        conjugate = torch.complex(torch.ones(2), torch.ones(2)).conj()  # complex: refused
+        with self.assertRaisesRegex(reduce_verify.InputError, "complex64"):
+            reduce_verify.digest(conjugate)
+        negative = torch.ones(2, 4)._neg_view()
+        self.assertTrue(negative.is_neg())
+        for contract in ("fixed-order", "exact"):
+            reduced = reduce_verify.reduce(negative, "sum", contract)
+            self.assertEqual(reduced.tolist(), [-2.0] * 4, contract)
+        self.assertEqual(reduce_verify.digest(negative), reduce_verify.digest(-torch.ones(2, 4)))
+
+    def test_layouts_reach_the_bytes_as_values(self):
+        base = torch.arange(24, dtype=torch.float32)
+        offset = base[5:17].view(3, 4)  # a storage offset of 5 elements
+        self.assertEqual(offset.storage_offset(), 5)
+        self.assertEqual(reduce_verify.digest(offset), reduce_verify.digest(offset.clone()))
+        self.assertEqual(reduce_verify.reduce(offset).tolist(),
+                         reduce_verify.reduce(offset.clone()).tolist())
+        strided = base.view(4, 6)[:, ::2]  # non-contiguous rows and columns
+        self.assertEqual(reduce_verify.reduce(strided, "sum").tolist(),
+                         strided.sum(0).tolist())
+        self.assertEqual(reduce_verify.digest(torch.tensor(3.0)),
+                         reduce_verify.digest(torch.tensor([3.0])))  # zero-dim: one value
+        expanded = torch.tensor([1.0, 2.0]).expand(3, 2)  # stride 0: three rows, one storage row
+        self.assertEqual(reduce_verify.reduce(expanded, "sum").tolist(), [3.0, 6.0])
+
+    def test_tensors_without_bytes_on_the_host_are_refused_by_name(self):
+        with self.assertRaisesRegex(reduce_verify.InputError, "meta"):
+            reduce_verify.digest(torch.zeros(3, device="meta"))
+        with self.assertRaisesRegex(reduce_verify.InputError, "sparse"):
+            reduce_verify.digest(torch.zeros(3).to_sparse())
+
+
 class BadInput(unittest.TestCase):
     def test_non_float32_is_refused_by_name(self):
         with self.assertRaisesRegex(reduce_verify.InputError, "torch.float64"):

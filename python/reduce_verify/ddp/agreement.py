@@ -2,12 +2,21 @@
 they are about to reduce (contract, op, W, length, bucket index, step, whether the step is
 recorded) and compare it, so a world whose ranks would exchange mismatched data raises
 WorldDisagreement on every rank, naming who has what, instead of hanging the collective or
-reducing garbage (the core does the same: docs/DESIGN.md §5.5)."""
+reducing garbage (the core does the same: docs/DESIGN.md §5.5).
+
+The gather has a deadline of its own (HookState's agreement_timeout, in seconds): a rank
+that runs another hook (DDP's default all-reduce) issues another collective, which never
+matches the gather, and the process group's own timeout (30 minutes by default) is far too
+long to learn that."""
+
+import datetime
+import time
+from typing import List
 
 import torch
 import torch.distributed as dist
 
-from ..errors import WorldDisagreement
+from ..errors import WorldDisagreement, WorldTimeout
 
 _MAGIC = 0x52564448  # "RVDH": a peer that is not running this hook's record sends other words
 FIELDS = ("magic", "contract", "op", "world", "bucket length", "bucket index", "step", "recording")
@@ -15,28 +24,73 @@ CONTRACT_CODES = {"fixed-order": 1, "exact": 2}
 OP_CODES = {"sum": 0, "mean": 1}
 
 
-def agree(group, device, contract, op, world, length, index, step, recording):
+def agree(group, device, contract, op, world, length, index, step, recording, timeout, held):
+    """`held` keeps the gather's tensors and work referenced (hooks.py says why)."""
     record = [_MAGIC, CONTRACT_CODES[contract], OP_CODES[op], world, length, index, step,
               int(recording)]
     mine = torch.tensor(record, dtype=torch.int64, device=device)
     rows = [torch.empty_like(mine) for _ in range(world)]
-    dist.all_gather(rows, mine, group=group)
-    table = [row.tolist() for row in rows]  # a host copy: waits for the gather
+    work = dist.all_gather(rows, mine, group=group, async_op=True)
+    held += [work, mine, rows]
+    _wait(work, device, timeout, index, step)
+    table = [row.tolist() for row in rows]
     if all(row == table[0] for row in table):
         return
+    raise WorldDisagreement(describe(table, index, step))
+
+
+def describe(table: List[List[int]], index: int, step: int) -> str:
+    """What differs between the ranks' records, field by field, rank by rank."""
     differences = []
+    differing_fields = set()
     for field, name in enumerate(FIELDS):
         holders = {}
         for rank, row in enumerate(table):
             holders.setdefault(_spell(name, row[field]), []).append(rank)
         if len(holders) > 1:
+            differing_fields.add(name)
             held = "; ".join(f"rank(s) {', '.join(map(str, ranks))}: {value}"
                              for value, ranks in sorted(holders.items(), key=lambda h: h[1]))
             differences.append(f"{name} ({held})")
-    raise WorldDisagreement(
-        f"the ranks disagree on bucket {index} of step {step} before any gradient moved: "
-        + ", ".join(differences) + " (a differing magic: a rank is not running a reduce_verify "
-        "hook)")
+    if "magic" in differing_fields:
+        # The other words of such a row are whatever that rank's collective sent: not fields.
+        strangers = [rank for rank, row in enumerate(table) if row[0] != _MAGIC]
+        return (f"the ranks disagree on bucket {index} of step {step} before any gradient "
+                f"moved: rank(s) {', '.join(map(str, strangers))} sent no reduce_verify "
+                "record (they are not running a reduce_verify hook, or another collective "
+                f"met this one); every difference: {', '.join(differences)}")
+    return (f"the ranks disagree on bucket {index} of step {step} before any gradient moved: "
+            + ", ".join(differences))
+
+
+def _wait(work, device, timeout, index, step):
+    """Waits for the agreement's gather, at most `timeout` seconds."""
+    if device.type == "cuda":
+        # A CUDA work's wait() only orders streams; is_completed() asks the device.
+        deadline = time.monotonic() + timeout
+        pause = 1e-5
+        while not work.is_completed():
+            if time.monotonic() > deadline:
+                _timed_out(timeout, index, step)
+            time.sleep(pause)
+            pause = min(2 * pause, 1e-3)
+        work.wait()  # the current stream after the gather, as every use of its output needs
+        return
+    try:
+        work.wait(timeout=datetime.timedelta(seconds=timeout))
+    except RuntimeError as error:
+        if "timed out" in str(error):
+            _timed_out(timeout, index, step, error)
+        raise
+
+
+def _timed_out(timeout, index, step, cause=None):
+    raise WorldTimeout(
+        f"the ranks' agreement on bucket {index} of step {step} did not complete within the "
+        f"hook's deadline of {timeout:g} s (HookState(agreement_timeout=...)): a rank is not "
+        "running a reduce_verify hook (DDP's default all-reduce or another hook), or has "
+        "stopped, or is further behind than the deadline. The process group cannot be used "
+        "after this: let the process exit") from cause
 
 
 def _spell(field, value):

@@ -21,31 +21,112 @@ n / W elements. all_to_all_single and all_gather are byte copies on Gloo and NCC
 The all_to_all is waited for inside the hook before the fold is launched, so that both
 collectives are issued from the hook's thread in the same order on every rank. On NCCL that
 wait is a stream dependency and the host does not block; on Gloo the backward pass waits for
-each bucket's exchange (the gather still overlaps)."""
+each bucket's exchange and gather, and the future the hook returns is already complete (see
+the end of _reduce_bucket for why)."""
+
+import atexit
+import collections
+import ctypes
+import warnings
+from typing import Callable, Optional
 
 import torch
 import torch.distributed as dist
 
 from .. import _library
-from ..errors import InputError, Unsupported
+from ..errors import InputError, ReduceVerifyError, Unsupported
 from ..tensors import check_float32, digest, reduce_stacked_into
 from .agreement import agree
 from .state import HookState
 
 _default_state = None
+# The last buckets' Gloo collectives: their works and every tensor handed to them. A Gloo
+# worker thread must never drop the last reference to a tensor that has a Python object: it
+# can free that object only holding the GIL, so a teardown that joins the worker holding the
+# GIL hangs (destroy_process_group, or ~Reducer destroying the process group), and one during
+# the interpreter's finalisation aborts ("terminate called without an active exception").
+# Held here, not by a HookState, so that destroying the model does not drop them either; at
+# the interpreter's exit they are kept for good (the process ends: nothing leaks for long).
+_recent_collectives = collections.deque(maxlen=4)
 
 
-def fixed_order_hook(state, bucket):
+@atexit.register
+def _keep_recent_collectives_past_exit():
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(_recent_collectives))
+
+
+Hook = Callable[[Optional[HookState], "dist.GradBucket"], torch.futures.Future[torch.Tensor]]
+
+
+def fixed_order_hook(state: Optional[HookState], bucket) -> torch.futures.Future[torch.Tensor]:
     """DDP communication hook: the bucket's all-reduce under the fixed-order contract."""
-    return _reduce_bucket(state, bucket, "fixed-order")
+    return _hook(state, bucket, "fixed-order")
 
 
-def exact_hook(state, bucket):
+def exact_hook(state: Optional[HookState], bucket) -> torch.futures.Future[torch.Tensor]:
     """DDP communication hook: the bucket's all-reduce under the exact contract (each element
     the correctly rounded sum, or mean, of its W addends: bits independent even of which rank
     holds which addend). On a GPU the shard's exact reduction is one kernel on the current
     stream: nothing waits for the device."""
-    return _reduce_bucket(state, bucket, "exact")
+    return _hook(state, bucket, "exact")
+
+
+HOOKS = {fixed_order_hook: "fixed-order", exact_hook: "exact"}
+
+
+def register(model: torch.nn.parallel.DistributedDataParallel, hook: Hook = fixed_order_hook,
+             state: Optional[HookState] = None) -> HookState:
+    """`model.register_comm_hook(state, hook)` after the checks the first bucket would make,
+    so that a model the hooks cannot reduce raises here, as the exception it is, and not
+    inside the first backward pass (where torch turns it into a RuntimeError): every
+    parameter that needs a gradient float32, all on one cpu or cuda device, a library built
+    with CUDA for cuda, a HookState, an initialised process group. With a Recorder it also
+    counts forward passes, to warn when steps are not what the recorder counts (gradient
+    accumulation). Returns the state."""
+    if not isinstance(model, torch.nn.parallel.DistributedDataParallel):
+        raise InputError(f"the model is a {type(model).__name__}; register the hook on the "
+                         "torch.nn.parallel.DistributedDataParallel that wraps it")
+    if hook not in HOOKS:
+        raise InputError(f"hook {getattr(hook, '__name__', hook)!r} is neither "
+                         "reduce_verify.ddp.fixed_order_hook nor exact_hook")
+    state = HookState() if state is None else _state_of(state)
+    if not dist.is_initialized():
+        raise InputError("torch.distributed has no process group: call "
+                         "dist.init_process_group(...) before wrapping the model in DDP")
+    trained = [(name, p) for name, p in model.module.named_parameters() if p.requires_grad]
+    wrong = [f"{name} ({p.dtype})" for name, p in trained if p.dtype != torch.float32]
+    if wrong:
+        shown = ", ".join(wrong[:5]) + (f" and {len(wrong) - 5} more" if len(wrong) > 5 else "")
+        raise InputError(f"{len(wrong)} parameter(s) are not torch.float32: {shown}; "
+                         "reduce-verify's contracts are defined on binary32 only, and nothing "
+                         "is converted silently")
+    devices = sorted({str(p.device) for _, p in trained})
+    if len(devices) > 1:
+        raise InputError(f"the parameters lie on {', '.join(devices)}; the hooks reduce each "
+                         "bucket on one device")
+    for device in {p.device for _, p in trained}:
+        if device.type not in ("cpu", "cuda"):
+            raise InputError(f"the parameters are on {device}; cpu and cuda are supported")
+        if device.type == "cuda" and not _library.built_with_cuda():
+            raise Unsupported(f"the parameters are on {device}, but this libreduce_verify_c.so "
+                              f"was built without CUDA ({_library.library_info()})")
+    model.register_comm_hook(state, hook)
+    if state.recorder is not None:
+        model.register_forward_pre_hook(lambda module, inputs: _count_forward(state))
+    return state
+
+
+def _count_forward(state):
+    state._forwards += 1
+
+
+def _hook(state, bucket, contract):
+    state = _state_of(state)
+    try:
+        return _reduce_bucket(state, bucket, contract)
+    except ReduceVerifyError as error:
+        state.error = error  # what state.original_errors() raises instead of torch's wrapper
+        raise
 
 
 def _state_of(state):
@@ -81,18 +162,24 @@ def _check_bucket(bucket, buffer, index, with_gradients):
         raise InputError(f"bucket {index} is on {buffer.device}; cpu and cuda are supported")
 
 
-def shard_length(n, world):
+def shard_length(n: int, world: int) -> int:
     """s: every rank owns s elements of the padded bucket (W · s ≥ n)."""
     s = -(-n // world)
     return s if world == 1 else -(-s // 4) * 4
 
 
-def _all_gather_rows(table, row, group):
+def _all_gather_rows(table, row, group, held):
     """Gathers every rank's `row` into the rows of `table` (W × s), as bytes."""
     if table.is_cuda and hasattr(dist, "all_gather_into_tensor"):
-        return dist.all_gather_into_tensor(table.view(-1), row, group=group, async_op=True)
+        flat = table.view(-1)
+        work = dist.all_gather_into_tensor(flat, row, group=group, async_op=True)
+        held += [work, flat, row]
+        return work
     # Gloo has no all_gather_into_tensor: the list form writes each row in place.
-    return dist.all_gather(list(table.unbind(0)), row, group=group, async_op=True)
+    rows = list(table.unbind(0))
+    work = dist.all_gather(rows, row, group=group, async_op=True)
+    held += [work, rows, row]
+    return work
 
 
 def _reduce_bucket(state, bucket, contract):
@@ -103,22 +190,26 @@ def _reduce_bucket(state, bucket, contract):
     check_float32(buffer, f"bucket {index}")
     step = state.step
     recorder = state.recorder
-    recording = recorder is not None and recorder.wants(step)
+    recording = recorder is not None and recorder._wants(step)
     checking = state.needs_agreement(buffer.device, recording)
     _check_bucket(bucket, buffer, index, with_gradients=checking)
     world = dist.get_world_size(group)
     rank = dist.get_rank(group)
     n = buffer.numel()
     if bucket.is_last():
-        state.step += 1
+        _step_done(state, step)
+    held = []  # every work and tensor of this bucket's collectives
+    if not _completes_at_launch(group):
+        _recent_collectives.append(held)
 
     if checking:
-        agree(group, buffer.device, contract, state.op, world, n, index, step, recording)
+        agree(group, buffer.device, contract, state.op, world, n, index, step, recording,
+              state.agreement_timeout, held)
 
     inputs = None
     if recording:  # every rank's addends, before anything is overwritten
         inputs = torch.empty((world, n), dtype=torch.float32, device=buffer.device)
-        _all_gather_rows(inputs, buffer, group).wait()
+        _all_gather_rows(inputs, buffer, group, held).wait()
         own_input_digest = digest(buffer)
 
     s = shard_length(n, world)
@@ -129,7 +220,10 @@ def _reduce_bucket(state, bucket, contract):
         send = torch.zeros(padded, dtype=torch.float32, device=buffer.device)
         send[:n].copy_(buffer)
     table = torch.empty((world, s), dtype=torch.float32, device=buffer.device)
-    dist.all_to_all_single(table.view(-1), send, group=group, async_op=True).wait()
+    flat_table = table.view(-1)
+    exchange = dist.all_to_all_single(flat_table, send, group=group, async_op=True)
+    held += [exchange, flat_table, send]
+    exchange.wait()
 
     # The fold writes the reduced shard over row 0 (an in-place fold into slot 0).
     reduced = table[0]
@@ -137,16 +231,54 @@ def _reduce_bucket(state, bucket, contract):
 
     gathered = buffer.view(world, s) if padded == n else torch.empty(
         (world, s), dtype=torch.float32, device=buffer.device)
-    gather = _all_gather_rows(gathered, reduced, group)
+    gather = _all_gather_rows(gathered, reduced, group, held)
 
-    def finish(future):
-        future.wait()  # raises a failed gather's error here
+    def finish():
         if padded != n:
             buffer.copy_(gathered.view(-1)[:n])
         if recording:
-            recorder.capture(step=step, bucket=index, rank=rank, world=world, op=state.op,
-                             contract=contract, inputs=inputs, own_input_digest=own_input_digest,
-                             result=buffer)
+            recorder._capture(step=step, bucket=index, rank=rank, world=world, op=state.op,
+                              contract=contract, inputs=inputs,
+                              own_input_digest=own_input_digest, result=buffer)
         return buffer
 
-    return gather.get_future().then(finish)
+    if _completes_at_launch(group):
+        def after_gather(future):
+            future.wait()  # raises a failed gather's error here
+            try:
+                return finish()
+            except ReduceVerifyError as error:
+                state.error = error
+                raise
+        return gather.get_future().then(after_gather)
+    # Elsewhere (Gloo) the work's future is completed by one of the process group's worker
+    # threads, which would run a Python callback there: that thread then needs the GIL, and
+    # a teardown that joins it while holding the GIL (destroy_process_group, or the
+    # interpreter's exit destroying a live DDP model) deadlocks or aborts. So the gather is
+    # waited for here, and the bucket's future is complete before the hook returns: nothing
+    # of a step is left in flight once its backward pass has returned.
+    gather.wait()
+    done = torch.futures.Future()
+    done.set_result(finish())
+    return done
+
+
+def _step_done(state, step):
+    state.step = step + 1
+    if state.recorder is not None:
+        state.recorder._saw_step(step)
+        if state._forwards > 1 and not state._accumulation_warned:
+            state._accumulation_warned = True
+            warnings.warn(
+                f"reduce_verify: step {step} took {state._forwards} forward passes (gradient "
+                "accumulation under no_sync()?): the Recorder's steps count synchronised "
+                "backward passes, i.e. optimizer steps, not forward passes", RuntimeWarning,
+                stacklevel=3)
+        state._forwards = 0
+
+
+def _completes_at_launch(group):
+    """NCCL marks a work's future complete when the collective is enqueued, in the calling
+    thread (CUDA events order what follows), so a callback runs here, on the hook's thread,
+    and the host never waits for the device."""
+    return dist.get_backend(group) == "nccl"

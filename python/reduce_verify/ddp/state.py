@@ -1,8 +1,11 @@
-"""HookState: what a reduce_verify DDP hook keeps between calls."""
+"""HookState: what a reduce_verify DDP hook keeps between calls, and the errors it raised."""
+
+import contextlib
+from typing import Iterator, Optional
 
 import torch.distributed as dist
 
-from ..errors import InputError
+from ..errors import InputError, ReduceVerifyError
 from ..tensors import parse_op
 
 AGREEMENT_POLICIES = ("auto", "every-bucket", "warmup")
@@ -20,25 +23,64 @@ class HookState:
         first) and of every recorded step; later steps trust the layout DDP fixed (what CUDA
         tensors get under "auto": the check waits for the device, which would stall the
         backward pass on every bucket).
+    agreement_timeout: seconds an agreement may wait for the other ranks before WorldTimeout
+      (a rank running DDP's default hook never joins it). It also bounds how long one rank
+      may lag behind the others at a checked bucket (a rank saving a checkpoint between
+      steps, say): raise it where ranks pause longer than that.
 
-    `step` counts completed backward passes (the hook sees each step's last bucket)."""
+    `step` counts the synchronised backward passes the hook has seen (DDP calls the hook only
+    on those: under no_sync() it is not called). With one optimizer step per synchronised
+    backward pass, the usual loop with or without gradient accumulation, that is the number
+    of optimizer steps taken before this one.
 
-    def __init__(self, process_group=None, op="mean", recorder=None, agreement="auto"):
+    `error` is the last exception a hook of this state raised: inside backward() torch
+    re-raises it as a RuntimeError; `with state.original_errors(): loss.backward()` raises
+    the original instead (reduce_verify.InputError, WorldDisagreement, ...)."""
+
+    def __init__(self, process_group: Optional[dist.ProcessGroup] = None, op: str = "mean",
+                 recorder=None, agreement: str = "auto", agreement_timeout: float = 300.0):
         parse_op(op)
         if agreement not in AGREEMENT_POLICIES:
             raise InputError(f"agreement {agreement!r} is not one of "
                              f"{', '.join(AGREEMENT_POLICIES)}")
+        if not agreement_timeout > 0:
+            raise InputError(f"agreement_timeout {agreement_timeout!r} is not a positive "
+                             "number of seconds")
         self.process_group = process_group
         self.op = op
         self.recorder = recorder
         self.agreement = agreement
+        self.agreement_timeout = float(agreement_timeout)
         self.step = 0
+        self.error: Optional[BaseException] = None
+        self._forwards = 0  # forward passes since the last synchronised step (register())
+        self._accumulation_warned = False
+
+    def __repr__(self) -> str:
+        group = "default" if self.process_group is None else repr(self.process_group)
+        return (f"HookState(op={self.op!r}, step={self.step}, agreement={self.agreement!r}, "
+                f"agreement_timeout={self.agreement_timeout:g}, process_group={group}, "
+                f"recorder={self.recorder!r})")
 
     def group(self):
         return self.process_group if self.process_group is not None else dist.group.WORLD
 
-    def needs_agreement(self, device, recording):
+    def needs_agreement(self, device, recording: bool) -> bool:
         policy = self.agreement
         if policy == "auto":
             policy = "every-bucket" if device.type == "cpu" else "warmup"
         return policy == "every-bucket" or self.step < 2 or recording
+
+    @contextlib.contextmanager
+    def original_errors(self) -> Iterator[None]:
+        """Inside, a RuntimeError that torch raised for this state's hook is replaced by the
+        exception the hook raised (its class, message and traceback), chained to torch's."""
+        self.error = None
+        try:
+            yield
+        except RuntimeError as wrapped:
+            original = self.error
+            if (isinstance(original, ReduceVerifyError) and original is not wrapped
+                    and str(original) in str(wrapped)):
+                raise original from wrapped
+            raise

@@ -1,0 +1,39 @@
+"""The reduce-verify command-line tool that the wheel carries (setup.py copies the built
+binary into _bin/): `reduce-verify …` where pip put its scripts, or `python -m reduce_verify
+…` anywhere the package is importable. $REDUCE_VERIFY names another binary."""
+
+import os
+import pathlib
+import sys
+from typing import List, Optional
+
+from .errors import LibraryNotFound
+
+TOOL_NAME = "reduce-verify"
+
+
+def tool_path() -> pathlib.Path:
+    """The reduce-verify binary: $REDUCE_VERIFY if set, else the package's own copy."""
+    override = os.environ.get("REDUCE_VERIFY")
+    if override:
+        path = pathlib.Path(override)
+        if not path.is_file():
+            raise LibraryNotFound(f"REDUCE_VERIFY={override}: no such file")
+        return path
+    packaged = pathlib.Path(__file__).resolve().parent / "_bin" / TOOL_NAME
+    if packaged.is_file():
+        return packaged
+    raise LibraryNotFound(
+        f"{TOOL_NAME} not found: not at $REDUCE_VERIFY (unset) nor at {packaged}. The wheel "
+        "carries the tool when it was built next to the library (python/build_clib.sh builds "
+        "both); or point REDUCE_VERIFY at a built build/verify/reduce-verify.")
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    arguments = sys.argv[1:] if argv is None else argv
+    try:
+        path = tool_path()
+    except LibraryNotFound as error:
+        print(f"reduce-verify: {error}", file=sys.stderr)
+        sys.exit(2)  # docs/DESIGN.md §6: bad input or usage
+    os.execv(str(path), [str(path), *arguments])
