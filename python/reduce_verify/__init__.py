@@ -12,6 +12,7 @@ from ._library import built_with_cuda, library_info, library_path
 from .errors import (InputError, InternalError, LibraryNotFound, ReduceVerifyError,
                      RuntimeFailure, Unsupported, WorldDisagreement)
 from .recorder import Recorder
+from .trail import Trail
 from .tensors import digest, reduce
 
 __version__ = "0.1.0"
