@@ -72,15 +72,18 @@ def flat_digest(tensor):
 
 
 def tree_digest(tensor):
-    """The digest tree of docs/DESIGN.md §12 (the CPU reference): XXH3-128 of each 64 KiB
-    leaf of the (zero-padded) bytes, then XXH3-128 of the byte count as u64 little-endian
-    followed by the leaves' canonical digests. Leaves are independent, so a device can hash
-    them in parallel where the tensor lives; this reference gives the bits it must give."""
+    """The digest tree of docs/DESIGN.md §12 (the CPU reference): the tensor's bytes
+    zero-padded to whole 64 KiB leaves, XXH3-128 of each leaf, then XXH3-128 of the unpadded
+    byte count as u64 little-endian followed by the leaves' canonical digests. Every leaf is
+    the same length, so a device hashes them in parallel where the tensor lives
+    (tree_digest_cuda); this reference gives the bits it must give."""
     check_little_endian()
     raw = _host_bytes(tensor)
     size = raw.numel()
-    leaves = [_digest_address(raw.data_ptr() + offset, min(TREE_LEAF_BYTES, size - offset))
-              for offset in range(0, size, TREE_LEAF_BYTES)]
+    if size % TREE_LEAF_BYTES:
+        raw = torch.cat([raw, torch.zeros(-size % TREE_LEAF_BYTES, dtype=torch.uint8)])
+    leaves = [_digest_address(raw.data_ptr() + offset, TREE_LEAF_BYTES)
+              for offset in range(0, raw.numel(), TREE_LEAF_BYTES)]
     return digest_bytes(size.to_bytes(8, "little") + b"".join(leaves))
 
 
