@@ -23,3 +23,7 @@ extern "C" rv_status rv_cuda_exact_reduce_stacked(int, const float*, uint32_t, s
                                                   float*, void*) {
   return rv::capi::guarded("rv_cuda_exact_reduce_stacked", [] { unsupported(); });
 }
+
+extern "C" rv_status rv_cuda_digest_tree_leaves(int, const void*, size_t, void*, void*) {
+  return rv::capi::guarded("rv_cuda_digest_tree_leaves", [] { unsupported(); });
+}

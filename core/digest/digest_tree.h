@@ -1,4 +1,4 @@
-// The digest tree of docs/DESIGN.md §12: a tensor's bytes in zero-padded 64 KiB leaves, each
+// The digest tree of docs/DESIGN.md §12: a tensor's bytes in zero-padded 4 KiB leaves, each
 // hashed with XXH3-128, and a root over the byte count and the leaves. The leaves are
 // independent, so a device hashes them where the tensor lives (core/cuda/digest_tree_kernel.h)
 // and only the 16-byte leaf digests cross to the host, where digest_tree_root finishes.
@@ -11,12 +11,12 @@
 
 namespace rv {
 
-constexpr std::size_t kTreeLeafBytes = 65536;
+constexpr std::size_t kTreeLeafBytes = 4096;
 
 // XXH3's default secret (192 bytes), for a device that runs core/digest/xxh3_leaf.h.
 const std::uint8_t* xxh3_default_secret();
 
-// How many leaves `size` bytes make (⌈size / 65536⌉).
+// How many leaves `size` bytes make (⌈size / 4096⌉).
 inline std::size_t tree_leaf_count(std::uint64_t size) {
   return static_cast<std::size_t>((size + kTreeLeafBytes - 1) / kTreeLeafBytes);
 }

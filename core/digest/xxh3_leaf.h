@@ -1,8 +1,8 @@
-// XXH3-128 (seed 0, the default secret) of exactly one 64 KiB leaf of the digest tree
+// XXH3-128 (seed 0, the default secret) of exactly one 4 KiB leaf of the digest tree
 // (docs/DESIGN.md §12), written once for the host and the device: the CPU test holds it to
 // xxHash's XXH3_128bits on the same bytes, and the CUDA kernel runs the same code, so the
 // device's bits are the host's. Only XXH3's long-input path exists here: a leaf is always
-// 65536 bytes (the tree pads the tensor to whole leaves).
+// 4096 bytes (the tree pads the tensor to whole leaves).
 #pragma once
 
 #include <cstddef>
@@ -16,7 +16,7 @@
 
 namespace rv::xxh3_leaf {
 
-constexpr std::size_t kLeafBytes = 65536;
+constexpr std::size_t kLeafBytes = 4096;
 constexpr std::size_t kSecretBytes = 192;  // XXH3's default secret
 constexpr std::size_t kStripeBytes = 64;
 constexpr std::size_t kStripesPerBlock = (kSecretBytes - kStripeBytes) / 8;  // 16
@@ -88,7 +88,7 @@ RV_HOST_DEVICE inline void leaf_digest(const Load& load, const std::uint8_t* sec
                                        std::uint8_t canonical[16]) {
   std::uint64_t acc[8] = {kPrime32_3, kPrime64_1, kPrime64_2, kPrime64_3,
                           kPrime64_4, kPrime32_2, kPrime64_5, kPrime32_1};
-  const std::size_t blocks = (kLeafBytes - 1) / kBlockBytes;  // 63 full blocks, scrambled
+  const std::size_t blocks = (kLeafBytes - 1) / kBlockBytes;  // 3 full blocks, scrambled
   for (std::size_t b = 0; b < blocks; ++b) {
     for (std::size_t s = 0; s < kStripesPerBlock; ++s) {
       accumulate_stripe(acc, load, b * kBlockBytes + s * kStripeBytes, secret, s * 8);

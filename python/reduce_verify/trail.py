@@ -33,9 +33,9 @@ FORMAT = "reduce-verify trail"
 VERSION = 1
 GENESIS = "0" * 32  # the head before the first record
 CHAIN_SUFFIX_LENGTH = len(',"chain":"') + 32 + len('"}')
-TREE_LEAF_BYTES = 1 << 16  # docs/DESIGN.md §12: the digest tree's leaf size
+TREE_LEAF_BYTES = 1 << 12  # docs/DESIGN.md §12: the digest tree's leaf size
 KIND_FLAT = "xxh128"
-KIND_TREE = "xxh3-tree-64k"
+KIND_TREE = "xxh3-tree-4k"
 
 
 def _digest_address(address, size):
@@ -73,7 +73,7 @@ def flat_digest(tensor):
 
 def tree_digest(tensor):
     """The digest tree of docs/DESIGN.md §12 (the CPU reference): the tensor's bytes
-    zero-padded to whole 64 KiB leaves, XXH3-128 of each leaf, then XXH3-128 of the unpadded
+    zero-padded to whole 4 KiB leaves, XXH3-128 of each leaf, then XXH3-128 of the unpadded
     byte count as u64 little-endian followed by the leaves' canonical digests. Every leaf is
     the same length, so a device hashes them in parallel where the tensor lives
     (tree_digest_cuda); this reference gives the bits it must give."""
@@ -85,6 +85,59 @@ def tree_digest(tensor):
     leaves = [_digest_address(raw.data_ptr() + offset, TREE_LEAF_BYTES)
               for offset in range(0, raw.numel(), TREE_LEAF_BYTES)]
     return digest_bytes(size.to_bytes(8, "little") + b"".join(leaves))
+
+
+class PendingTree:
+    """A digest tree whose leaves a GPU is hashing into `leaves` (a device uint8 tensor);
+    finish_trees() turns a list of them into digests with one copy to the host."""
+
+    def __init__(self, size, leaves):
+        self.size, self.leaves = size, leaves
+
+
+def _cuda_leaf_function():
+    """The C ABI's rv_cuda_digest_tree_leaves, or None (an older or CPU-only library)."""
+    lib = _library.library()
+    function = getattr(lib, "rv_cuda_digest_tree_leaves", None)
+    if function is None or not lib.rv_built_with_cuda():
+        return None
+    function.restype = ctypes.c_int
+    function.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p,
+                         ctypes.c_void_p]
+    return function
+
+
+def tree_digest_cuda(tensor, function):
+    """Enqueues the leaves of a CUDA tensor's tree on its current stream (no copy of the
+    tensor leaves the device); a PendingTree, or the host reference's digest where the
+    tensor's bytes are not 4-byte words at a 4-byte aligned address."""
+    flat = tensor.detach().contiguous().reshape(-1)
+    size = flat.numel() * flat.element_size()
+    if size % 4 or flat.data_ptr() % 4:
+        return tree_digest(flat)
+    leaves = torch.empty(16 * (-(-size // TREE_LEAF_BYTES)), dtype=torch.uint8,
+                         device=flat.device)
+    device = flat.device.index if flat.device.index is not None else torch.cuda.current_device()
+    stream = torch.cuda.current_stream(flat.device).cuda_stream
+    _library.check(function(device, flat.data_ptr() if size else None, size,
+                            leaves.data_ptr() if size else None, stream))
+    return PendingTree(size, leaves)
+
+
+def finish_trees(digests):
+    """The list with every PendingTree replaced by its 16-byte root: one device-to-host copy
+    of all their leaf digests, the roots hashed on the host."""
+    pending = [d for d in digests if isinstance(d, PendingTree)]
+    if not pending:
+        return digests
+    host = torch.cat([p.leaves for p in pending]).cpu()
+    raw = ctypes.string_at(host.data_ptr(), host.numel()) if host.numel() else b""
+    roots, at = {}, 0
+    for p in pending:
+        count = p.leaves.numel()
+        roots[id(p)] = digest_bytes(p.size.to_bytes(8, "little") + raw[at:at + count])
+        at += count
+    return [roots[id(d)] if isinstance(d, PendingTree) else d for d in digests]
 
 
 def chain_next(head, body):
@@ -126,6 +179,7 @@ class Trail:
         self._lock = threading.Lock()
         self._buckets = {}  # bucket index → [numel, input digest, result digest]
         self._file = None
+        self._cuda_leaves = None  # the C ABI's leaf kernel, False where there is none
 
     # --- the hooks ---------------------------------------------------------------------
     def wrap(self, hook, name=None):
@@ -152,8 +206,16 @@ class Trail:
         return trail_hook
 
     def _digest(self, tensor):
+        """16 bytes, or a PendingTree that end_step finishes (CUDA tensors, tree digest)."""
         kind = self._kind_for(tensor)
-        return tree_digest(tensor) if kind == KIND_TREE else flat_digest(tensor)
+        if kind == KIND_FLAT:
+            return flat_digest(tensor)
+        if tensor.device.type == "cuda":
+            if self._cuda_leaves is None:
+                self._cuda_leaves = _cuda_leaf_function() or False
+            if self._cuda_leaves:
+                return tree_digest_cuda(tensor, self._cuda_leaves)
+        return tree_digest(tensor)
 
     def _kind_for(self, tensor):
         if self.digest == "flat":
@@ -176,16 +238,20 @@ class Trail:
         parameters = [p for p in parameters]
         flat = torch.cat([p.detach().reshape(-1) for p in parameters]) if parameters else \
             torch.zeros(0)
-        own = bytearray(self._digest(flat))
+        digests = [self._digest(flat)]
         if self.optimizer_state and optimizer is not None:
-            own += self._digest(_optimizer_tensor(optimizer, flat.device))
+            digests.append(self._digest(_optimizer_tensor(optimizer, flat.device)))
         else:
-            own += bytes(16)
+            digests.append(bytes(16))
         with self._lock:
             buckets, self._buckets = sorted(self._buckets.items()), {}
-        for index, (numel, input_digest, result_digest) in buckets:
+        for _, (_, input_digest, result_digest) in buckets:
+            digests += [input_digest, result_digest]
+        digests = finish_trees(digests)
+        own = bytearray(digests[0] + digests[1])
+        for b, (index, (numel, _, _)) in enumerate(buckets):
             own += index.to_bytes(8, "little") + numel.to_bytes(8, "little")
-            own += input_digest + result_digest
+            own += digests[2 + 2 * b] + digests[3 + 2 * b]
         gathered = self._gather(bytes(own), len(buckets))
         world = len(gathered)
         record = {"step": self.step, "buckets": []}

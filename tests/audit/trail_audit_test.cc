@@ -114,8 +114,8 @@ TEST(TrailAudit, TrailsThatDoNotLineUpAreNamed) {
                       "without an end record"),
             std::string::npos);
   auto tree = test::trail_records(2, 3);
-  tree[0]["digest"] = "xxh3-tree-64k";
-  EXPECT_NE(message(test::trail_records(2, 3), tree).find("b.jsonl with xxh3-tree-64k"),
+  tree[0]["digest"] = "xxh3-tree-4k";
+  EXPECT_NE(message(test::trail_records(2, 3), tree).find("b.jsonl with xxh3-tree-4k"),
             std::string::npos);
 }
 

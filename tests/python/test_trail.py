@@ -39,10 +39,10 @@ TINY = ddp_training.TINY_BUCKET_MB
 # docs/DESIGN.md §12: the values 0.5 i − 3 (i = 0 … n−1) as float32.
 TREE_VECTORS = {
     0: "2c0a8a99dc147d5445c3b49d035665b2",
-    1: "98f4c5d27c9a6a70d2b29a5f63b2c043",
-    16384: "85e7d72d6ef577296d09363c3376469e",
-    16385: "1f8616245811c7a8435731ec936a0c3e",
-    40000: "3f1ff8b33371a71acc3486ebe8999513",
+    1: "4cc9408cc93d6d790b59d4ce1e193fdf",
+    1024: "dc3d1ea93446b155b25180307ededacc",
+    1025: "65e3954a623844e964c16c67e3953d71",
+    40000: "5a0dd7727998be68e632474851609da0",
 }
 
 
@@ -78,6 +78,22 @@ class DigestTree(unittest.TestCase):
                 self.assertEqual(reference.hex(), expected, n)
                 self.assertEqual(trail.flat_digest(vector_values(n)), self.xxh128sum(raw,
                                                                                      directory))
+
+    def test_pending_trees_finish_to_the_reference(self):
+        # The GPU path's host half: leaf digests (here hashed on the host) finished into roots.
+        values = [vector_values(n) for n in (0, 1, 40000)]
+        pending = []
+        for tensor in values:
+            raw = tensor.numpy().tobytes()
+            raw += bytes(-len(raw) % trail.TREE_LEAF_BYTES)
+            leaves = b"".join(trail.digest_bytes(raw[at:at + trail.TREE_LEAF_BYTES])
+                              for at in range(0, len(raw), trail.TREE_LEAF_BYTES))
+            pending.append(trail.PendingTree(tensor.numel() * 4,
+                                             torch.frombuffer(bytearray(leaves) or bytearray(1),
+                                                              dtype=torch.uint8)[:len(leaves)]))
+        finished = trail.finish_trees([b"k" * 16] + pending)
+        self.assertEqual(finished[0], b"k" * 16)
+        self.assertEqual(finished[1:], [trail.tree_digest(t) for t in values])
 
     def test_chain_vector_shared_with_the_audit(self):
         # tests/audit/trail_file_test.cc holds the same value.
