@@ -2,7 +2,8 @@
 
 Asserted, W = 2 (fixed_order_hook): two runs agree (exit 0); another bucket cap gives other
 bucket layouts and the same parameters (exit 0, the layouts noted); one rank's batch perturbed
-at step 2 is "compute upstream differs" at step 2 naming that rank (exit 1); a run resumed
+at step 2 is "compute upstream differs" at step 2 naming that rank (exit 1), and so is data
+fed in another order (the ranks' batches swapped) at step 0; a run resumed
 from a checkpoint of its trail head agrees with the uninterrupted one (exit 0).
 W = 4: fixed_order_hook against torch's allreduce_hook (DDP's default all-reduce as a hook)
 at the same bucket cap is "the reduction is not reproducible" at step 0, naming both hooks;
@@ -113,6 +114,8 @@ class TrailWorlds(unittest.TestCase):
             {"name": "fixed-tiny", "hook": "fixed-order", "bucket_cap_mb": TINY},
             {"name": "perturbed", "hook": "fixed-order", "bucket_cap_mb": 25, "perturb": [2, 1]},
             {"name": "resumed", "hook": "fixed-order", "bucket_cap_mb": 25, "resume_at": 2},
+            {"name": "permuted", "hook": "fixed-order", "bucket_cap_mb": 25,
+             "permute_data": True},
         ], base / "w2")
         cls.w4 = trail_training.run_world(4, [
             {"name": "fixed-25", "hook": "fixed-order", "bucket_cap_mb": 25},
@@ -149,6 +152,13 @@ class TrailWorlds(unittest.TestCase):
         self.assertIn("step 2, bucket 0", out)
         self.assertIn("rank 1: compute upstream differs", out)
         self.assertIn("record step 2 in full", out)
+
+    def test_data_fed_in_another_order_is_compute_upstream_at_step_0(self):
+        code, out, err = audit(self.w2["fixed-a"], self.w2["permuted"])
+        self.assertEqual(code, 1, out + err)
+        self.assertIn("step 0, bucket 0", out)
+        self.assertIn("rank 0: compute upstream differs", out)
+        self.assertIn("(2 of 2 ranks' inputs differ in this bucket)", out)
 
     def test_a_resumed_run_agrees_with_the_uninterrupted_one(self):
         code, out, err = audit(self.w2["fixed-a"], self.w2["resumed"])

@@ -4,7 +4,8 @@ other, each writing trail-<name>.jsonl in the world's folder.
 
 A configuration names its hook ("fixed-order", or "allreduce" for torch's own
 default_hooks.allreduce_hook, DDP's default all-reduce as a Python hook), its bucket cap, and
-optionally a perturbation (one rank's batch changed at one step) or a resume (a checkpoint
+optionally a perturbation (one rank's batch changed at one step), permuted data (rank r
+trains on rank W−1−r's batches), or a resume (a checkpoint
 after `resume_at` steps, one more step that the crash loses, then a fresh model, DDP and
 Trail restored from the checkpoint finish the run)."""
 
@@ -38,7 +39,7 @@ def _register(ddp, trail, config):
 
 
 def _step(ddp, optimizer, trail, model, config, step, rank, world):
-    x, y = ddp_training.batch(step, rank)
+    x, y = ddp_training.batch(step, world - 1 - rank if config.get("permute_data") else rank)
     if config.get("perturb") == [step, rank]:
         x = x.clone()
         x[0, 0] += 1e-3
