@@ -3,8 +3,6 @@
 // the tensor's end read as zero: the padding of the last leaf is never stored.
 #include "core/cuda/digest_tree_kernel.h"
 
-#include <cstring>
-
 #include <cuda_runtime.h>
 
 #include "core/cuda/cuda_check.h"
@@ -13,10 +11,6 @@
 
 namespace rv {
 namespace {
-
-struct Secret {
-  std::uint8_t bytes[xxh3_leaf::kSecretBytes];
-};
 
 struct LeafLoad {
   const std::uint32_t* words;
@@ -31,12 +25,13 @@ struct LeafLoad {
 };
 
 __global__ void digest_leaves(const std::uint32_t* words, std::size_t word_count,
-                              std::size_t leaves, Secret secret, std::uint8_t* d_leaves) {
+                              std::size_t leaves, xxh3_leaf::SecretWords secret,
+                              std::uint8_t* d_leaves) {
   const std::size_t leaf = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (leaf >= leaves) return;
   const LeafLoad load{words, word_count, leaf * (xxh3_leaf::kLeafBytes / 4)};
   std::uint8_t canonical[16];
-  xxh3_leaf::leaf_digest(load, secret.bytes, canonical);
+  xxh3_leaf::leaf_digest(load, secret, canonical);
   for (int i = 0; i < 16; ++i) d_leaves[16 * leaf + i] = canonical[i];
 }
 
@@ -52,8 +47,7 @@ void launch_digest_tree_leaves(const void* d_bytes, std::size_t size, const std:
   }
   const std::size_t leaves = (size + xxh3_leaf::kLeafBytes - 1) / xxh3_leaf::kLeafBytes;
   if (leaves == 0) return;
-  Secret by_value;
-  std::memcpy(by_value.bytes, secret, sizeof by_value.bytes);
+  const xxh3_leaf::SecretWords by_value = xxh3_leaf::secret_words(secret);  // a kernel argument
   constexpr unsigned kThreads = 128;
   const auto blocks = static_cast<unsigned>((leaves + kThreads - 1) / kThreads);
   digest_leaves<<<blocks, kThreads, 0, static_cast<cudaStream_t>(cuda_stream)>>>(

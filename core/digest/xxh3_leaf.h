@@ -28,10 +28,21 @@ constexpr std::uint64_t kPrime64_1 = 0x9E3779B185EBCA87ULL, kPrime64_2 = 0xC2B2A
                         kPrime64_3 = 0x165667B19E3779F9ULL, kPrime64_4 = 0x85EBCA77C2B2AE63ULL,
                         kPrime64_5 = 0x27D4EB2F165667C5ULL;
 
-RV_HOST_DEVICE inline std::uint64_t secret64(const std::uint8_t* secret, std::size_t at) {
-  std::uint64_t value = 0;  // byte by byte: the secret's offsets are not 8-aligned
-  for (int i = 7; i >= 0; --i) value = (value << 8) | secret[at + static_cast<std::size_t>(i)];
-  return value;
+// The secret as the little-endian u64 at each of its byte offsets: XXH3 reads it at offsets
+// that are not all 8-aligned, and one table read per word keeps the device's hot loop to one
+// uniform (broadcast) load instead of eight byte loads.
+struct SecretWords {
+  std::uint64_t at[kSecretBytes - 7];
+};
+
+RV_HOST_DEVICE inline SecretWords secret_words(const std::uint8_t* secret) {
+  SecretWords words{};
+  for (std::size_t at = 0; at + 8 <= kSecretBytes; ++at) {
+    std::uint64_t value = 0;
+    for (int i = 7; i >= 0; --i) value = (value << 8) | secret[at + static_cast<std::size_t>(i)];
+    words.at[at] = value;
+  }
+  return words;
 }
 
 RV_HOST_DEVICE inline std::uint64_t mul128_fold64(std::uint64_t a, std::uint64_t b) {
@@ -53,38 +64,38 @@ RV_HOST_DEVICE inline std::uint64_t avalanche(std::uint64_t h) {
 // load(offset) returns the little-endian u64 at that byte offset of the leaf.
 template <typename Load>
 RV_HOST_DEVICE inline void accumulate_stripe(std::uint64_t acc[8], const Load& load,
-                                             std::size_t offset, const std::uint8_t* secret,
+                                             std::size_t offset, const SecretWords& secret,
                                              std::size_t secret_at) {
   for (std::size_t i = 0; i < 8; ++i) {
     const std::uint64_t value = load(offset + 8 * i);
-    const std::uint64_t key = value ^ secret64(secret, secret_at + 8 * i);
+    const std::uint64_t key = value ^ secret.at[secret_at + 8 * i];
     acc[i ^ 1] += value;
     acc[i] += (key & 0xFFFFFFFFULL) * (key >> 32);
   }
 }
 
-RV_HOST_DEVICE inline void scramble(std::uint64_t acc[8], const std::uint8_t* secret) {
+RV_HOST_DEVICE inline void scramble(std::uint64_t acc[8], const SecretWords& secret) {
   for (std::size_t i = 0; i < 8; ++i) {
     std::uint64_t a = acc[i];
     a ^= a >> 47;
-    a ^= secret64(secret, kSecretBytes - kStripeBytes + 8 * i);
+    a ^= secret.at[kSecretBytes - kStripeBytes + 8 * i];
     acc[i] = a * kPrime32_1;
   }
 }
 
-RV_HOST_DEVICE inline std::uint64_t merge(const std::uint64_t acc[8], const std::uint8_t* secret,
+RV_HOST_DEVICE inline std::uint64_t merge(const std::uint64_t acc[8], const SecretWords& secret,
                                           std::size_t secret_at, std::uint64_t start) {
   std::uint64_t result = start;
   for (std::size_t i = 0; i < 4; ++i) {
-    result += mul128_fold64(acc[2 * i] ^ secret64(secret, secret_at + 16 * i),
-                            acc[2 * i + 1] ^ secret64(secret, secret_at + 16 * i + 8));
+    result += mul128_fold64(acc[2 * i] ^ secret.at[secret_at + 16 * i],
+                            acc[2 * i + 1] ^ secret.at[secret_at + 16 * i + 8]);
   }
   return avalanche(result);
 }
 
 // The leaf's digest in xxHash's canonical form: high 64 bits then low, big-endian.
 template <typename Load>
-RV_HOST_DEVICE inline void leaf_digest(const Load& load, const std::uint8_t* secret,
+RV_HOST_DEVICE inline void leaf_digest(const Load& load, const SecretWords& secret,
                                        std::uint8_t canonical[16]) {
   std::uint64_t acc[8] = {kPrime32_3, kPrime64_1, kPrime64_2, kPrime64_3,
                           kPrime64_4, kPrime32_2, kPrime64_5, kPrime32_1};

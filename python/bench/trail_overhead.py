@@ -3,8 +3,9 @@ are the host reference's bits.
 
 On one CUDA device (an NCCL world of one, the device's own torch), the model of
 ddp_hook_overhead.py (a 4096-wide MLP, ~100 M parameters) trained with DDP under a hook, with
-and without a Trail wrapping it (every bucket's input and result digested, the parameters and
-the SGD-momentum state after every step, one record appended per step), interleaved in
+and without a Trail wrapping it (every bucket's input and result digested, the parameters
+after every step, and with --optimizer-state the SGD-momentum state; one record appended per
+step), interleaved in
 rounds at each batch size. The issue's targets: the trail's overhead ≤ 3 % of the step time
 at batch 1024 and ≤ 10 % at batch 256.
 
@@ -55,6 +56,9 @@ def parse_arguments():
     parser.add_argument("--bucket-cap-mb", type=float, default=25.0)
     parser.add_argument("--hooks", default=",".join(HOOKS), help="comma list of " +
                         ", ".join(HOOKS))
+    parser.add_argument("--optimizer-state", action="store_true",
+                        help="also digest the SGD-momentum state every step (off by default, "
+                        "as in Trail)")
     parser.add_argument("--tool", default=None, help="reduce-verify, to audit two trails")
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     return parser.parse_args()
@@ -89,7 +93,7 @@ def ddp_run(args, device, hook, trail_path):
                        else (fixed_order_hook, HookState()))
     trail = None
     if trail_path is not None:
-        trail = reduce_verify.Trail(trail_path, optimizer_state=True)
+        trail = reduce_verify.Trail(trail_path, optimizer_state=args.optimizer_state)
         function = trail.wrap(function)
     ddp.register_comm_hook(state, function)
     optimizer = torch.optim.SGD(ddp.parameters(), lr=1e-4, momentum=0.9)

@@ -21,7 +21,7 @@ std::string leaf_hex(const std::vector<std::uint8_t>& leaf) {
     std::memcpy(&value, leaf.data() + at, 8);
     return value;
   };
-  xxh3_leaf::leaf_digest(load, xxh3_default_secret(), canonical);
+  xxh3_leaf::leaf_digest(load, xxh3_leaf::secret_words(xxh3_default_secret()), canonical);
   Digest digest;
   std::memcpy(digest.canonical.data(), canonical, 16);
   return digest.hex();
