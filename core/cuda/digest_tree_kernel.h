@@ -13,8 +13,8 @@ namespace rv {
 // stream) the digests of the ⌈size / 4096⌉ leaves of `size` bytes at d_bytes (device memory,
 // 4-byte aligned, size a multiple of 4; the last leaf zero-padded), written canonical, 16
 // bytes per leaf, to d_leaves (device memory). `secret` is XXH3's 192-byte default secret
-// (host memory; its words go to the kernel as an argument). Throws InputError on a misaligned pointer or
-// size, RuntimeFailure when the launch fails.
+// (host memory; its words go to the kernel as an argument). Throws InputError on a misaligned
+// pointer or size, RuntimeFailure when the launch fails.
 void launch_digest_tree_leaves(const void* d_bytes, std::size_t size, const std::uint8_t* secret,
                                std::uint8_t* d_leaves, void* cuda_stream);
 
