@@ -269,7 +269,7 @@ class Trail:
         if self.optimizer_state and optimizer is not None:
             record["optimizer"] = [g[16:32].hex() for g in gathered]
         if self.records == 0:
-            self._append(self._header(world))
+            self._append(self._header(world, flat.numel()))
         self._append(record)
         self.step += 1
 
@@ -294,10 +294,10 @@ class Trail:
         rows = [row.cpu() for row in rows]
         return [ctypes.string_at(row.data_ptr(), len(own)) for row in rows]
 
-    def _header(self, world):
+    def _header(self, world, parameters):
         return {"trail": FORMAT, "version": VERSION, "world": world,
                 "hooks": self.hooks or ["(none wrapped)"], "digest": self._kind or KIND_FLAT,
-                "start_step": self.step}
+                "start_step": self.step, "parameters": parameters}
 
     def _append(self, record):
         line, self.head = chained_line(self.head, record)

@@ -113,6 +113,14 @@ TEST(TrailAudit, TrailsThatDoNotLineUpAreNamed) {
                 .find("b.jsonl ends at step 1 (record 3, "
                       "without an end record"),
             std::string::npos);
+  auto other_model = test::trail_records(2, 3);
+  other_model[0]["parameters"] = 1000;
+  auto model = test::trail_records(2, 3);
+  model[0]["parameters"] = 999;
+  EXPECT_NE(message(model, other_model)
+                .find("different models (a.jsonl: 999 parameters, b.jsonl: 1000 parameters)"),
+            std::string::npos)
+      << message(model, other_model);
   auto tree = test::trail_records(2, 3);
   tree[0]["digest"] = "xxh3-tree-4k";
   EXPECT_NE(message(test::trail_records(2, 3), tree).find("b.jsonl with xxh3-tree-4k"),

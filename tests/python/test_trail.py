@@ -10,7 +10,7 @@ at the same bucket cap is "the reduction is not reproducible" at step 0, naming 
 allreduce_hook at cap 25 MB against 0.1 MB: step 0 agrees (DDP's first backward reduces one
 bucket either way), from step 1 the rebuilt buckets differ and so do the parameters after the
 step: exit 1, "the bucket layouts differ" at step 1. A W = 2 trail against a W
-= 4 one, an edited digest, swapped records, a dropped record, a truncated trail and an empty
+= 4 one, a trail of another model (parameter count), an edited digest, swapped records, a dropped record, a truncated trail and an empty
 file: exit 2 naming the file and record. The digest tree against xxh128sum (the independent
 reference) and the test vectors of docs/DESIGN.md §12."""
 
@@ -219,6 +219,21 @@ class TrailWorlds(unittest.TestCase):
         self.assertEqual(code, 0, out + err)
         self.assertIn("torn-a.jsonl:5: a torn last record", err)
         self.assertIn("3 steps agree", out)
+
+    def test_a_trail_of_another_model_does_not_line_up(self):
+        # The header re-chained with another parameter count: a valid trail of another model.
+        head, lines = trail.GENESIS, []
+        for number, line in enumerate(self.lines()):
+            record = json.loads(line)
+            del record["chain"]
+            if number == 0:
+                self.assertEqual(record["parameters"], 794884)
+                record["parameters"] += 1
+            text, head = trail.chained_line(head, record)
+            lines.append(text + "\n")
+        code, _, err = audit(self.w2["fixed-a"], self.copy("other-model.jsonl", lines))
+        self.assertEqual(code, 2, err)
+        self.assertIn("different models", err)
 
     def test_an_empty_trail_is_bad_input(self):
         code, _, err = audit(self.copy("empty.jsonl", []), self.w2["fixed-a"])

@@ -44,6 +44,11 @@ void line_up(const TrailFile& a, const TrailFile& b) {
     throw InputError("the trails do not line up: " + a.path + " is a world of " +
                      std::to_string(a.world) + ", " + b.path + " of " + std::to_string(b.world));
   }
+  if (a.parameters != 0 && b.parameters != 0 && a.parameters != b.parameters) {
+    throw InputError("the trails do not line up: they are of different models (" + a.path + ": " +
+                     std::to_string(a.parameters) + " parameters, " + b.path + ": " +
+                     std::to_string(b.parameters) + " parameters)");
+  }
   if (a.digest_kind != b.digest_kind) {
     throw InputError("the trails do not line up: " + a.path + " digests with " + a.digest_kind +
                      ", " + b.path + " with " + b.digest_kind);

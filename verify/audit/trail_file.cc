@@ -54,6 +54,7 @@ void read_header(TrailFile& trail, const nlohmann::json& record, const std::stri
   if (world == 0 || world > 65536) fail(where, "world " + std::to_string(world));
   trail.world = static_cast<std::uint32_t>(world);
   trail.start_step = unsigned_field(record, "start_step", where);
+  if (record.contains("parameters")) trail.parameters = unsigned_field(record, "parameters", where);
   if (!record.contains("digest") || !record["digest"].is_string()) fail(where, "no \"digest\"");
   trail.digest_kind = record["digest"].get<std::string>();
   if (record.contains("hooks") && record["hooks"].is_array()) {

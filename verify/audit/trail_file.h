@@ -29,6 +29,7 @@ struct TrailFile {
   std::vector<std::string> hooks;
   std::string digest_kind;
   std::uint64_t start_step = 0;
+  std::uint64_t parameters = 0;  // the model's parameter count (0: not recorded)
   std::vector<TrailStep> steps;
   bool ended = false;           // the end record was read: the trail is complete
   std::size_t torn_record = 0;  // a torn last record (still being written), left out
