@@ -25,6 +25,10 @@ extern "C" rv_status rv_cuda_exact_reduce_stacked(int, const float*, uint32_t, s
   return rv::capi::guarded("rv_cuda_exact_reduce_stacked", [] { unsupported(); });
 }
 
+extern "C" rv_status rv_cuda_digest_tree_leaves(int, const void*, size_t, void*, void*) {
+  return rv::capi::guarded("rv_cuda_digest_tree_leaves", [] { unsupported(); });
+}
+
 namespace rv::capi {
 std::unique_ptr<rv_accumulator> make_cuda_accumulator(std::size_t, int) { unsupported(); }
 }  // namespace rv::capi

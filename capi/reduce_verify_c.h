@@ -128,6 +128,14 @@ RV_C_API rv_status rv_accumulator_finish(rv_accumulator* accumulator, const int6
 RV_C_API rv_status rv_accumulator_footprint(const rv_accumulator* accumulator, size_t* bytes,
                                             size_t* wide_blocks, size_t* flagged_blocks);
 
+/* The digest tree's leaves (docs/DESIGN.md §12) of `size` bytes at d_bytes (device memory,
+   4-byte aligned, size a multiple of 4), enqueued on cuda_stream: ceil(size / 4096) canonical
+   16-byte XXH3-128 digests written to d_leaves (device memory). The caller finishes the root:
+   XXH3-128 of size as u64 little-endian followed by the leaves. Not versioned by
+   RV_C_API_VERSION: a caller looks the symbol up and falls back to the host reference. */
+RV_C_API rv_status rv_cuda_digest_tree_leaves(int device, const void* d_bytes, size_t size,
+                                              void* d_leaves, void* cuda_stream);
+
 #ifdef __cplusplus
 }
 #endif

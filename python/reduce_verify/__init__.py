@@ -16,6 +16,7 @@ from .errors import (InputError, InternalError, LibraryNotFound, ReduceVerifyErr
                      RuntimeFailure, Unsupported, WorldDisagreement, WorldTimeout)
 from .recorder import Recorder, read_manifest
 from ._tool import tool_path
+from .trail import Trail
 from .tensors import digest, reduce
 
 __version__ = "0.1.0"

@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
   rv::setup_run(app, exit_code);
 #endif
   rv::setup_compare(app, exit_code);
+  rv::setup_audit(app, exit_code);
   rv::set_command_line_arguments(argc, argv);
   try {
     app.parse(argc, argv);

@@ -1,0 +1,20 @@
+// The digest tree's leaves on a GPU (docs/DESIGN.md §12): core/cuda/digest_tree_kernel.h's
+// kernel on the caller's stream, reading a torch tensor's storage and writing the 16-byte leaf
+// digests into another device tensor; the caller finishes the root on the host.
+#include "capi/last_error.h"
+#include "capi/reduce_verify_c.h"
+#include "core/cuda/cuda_check.h"
+#include "core/cuda/digest_tree_kernel.h"
+#include "core/digest/digest_tree.h"
+#include "core/error.h"
+
+extern "C" rv_status rv_cuda_digest_tree_leaves(int device, const void* d_bytes, size_t size,
+                                                void* d_leaves, void* cuda_stream) {
+  return rv::capi::guarded("rv_cuda_digest_tree_leaves", [&] {
+    if (size == 0) return;
+    if (d_bytes == nullptr || d_leaves == nullptr) throw rv::InputError("a null device pointer");
+    const rv::cuda_detail::ScopedDevice scope(device);
+    rv::launch_digest_tree_leaves(d_bytes, size, rv::xxh3_default_secret(),
+                                  static_cast<std::uint8_t*>(d_leaves), cuda_stream);
+  });
+}

@@ -1,0 +1,199 @@
+"""What an always-on reduce_verify.Trail costs a training step, and whether its GPU digests
+are the host reference's bits.
+
+On one CUDA device (an NCCL world of one, the device's own torch), the model of
+ddp_hook_overhead.py (a 4096-wide MLP, ~100 M parameters) trained with DDP under a hook, with
+and without a Trail wrapping it (every bucket's input and result digested, the parameters
+after every step, and with --optimizer-state the SGD-momentum state; one record appended per
+step), interleaved in
+rounds at each batch size. The issue's targets: the trail's overhead ≤ 3 % of the step time
+at batch 1024 and ≤ 10 % at batch 256.
+
+Before timing, the GPU digest tree (rv_cuda_digest_tree_leaves) is checked against the host
+reference (trail.tree_digest) on random tensors of several sizes and alignments, and the
+trail files of two identical runs are audited with `reduce-verify audit` (--tool) when given.
+
+    python3 python/bench/trail_overhead.py --out "$OUT"            (REDUCE_VERIFY_LIB set)
+    python3 python/bench/trail_overhead.py --device cpu --width 256 --depth 2 --batches 64
+        (a smoke run of the logic on a Gloo world of one: no figures)
+
+Benchmarks measure; the digest check is a check: the JSON is written either way and the
+script exits 1 when a GPU digest differs from the reference."""
+
+import argparse
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import torch
+import torch.distributed as dist
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import reduce_verify  # noqa: E402
+from reduce_verify import trail as trail_module  # noqa: E402
+from reduce_verify.ddp import HookState, fixed_order_hook  # noqa: E402
+from ddp_hook_overhead import batch, machine, make_model, synchronize  # noqa: E402
+
+HOOKS = ("allreduce_hook", "fixed_order_hook")
+
+
+def parse_arguments():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", default=os.environ.get("OUT", "."), help="folder for the JSON")
+    parser.add_argument("--width", type=int, default=4096)
+    parser.add_argument("--depth", type=int, default=6, help="hidden width×width layers")
+    parser.add_argument("--batches", default="256,1024,4096", help="batch sizes timed")
+    parser.add_argument("--rounds", type=int, default=8, help="interleaved rounds per batch")
+    parser.add_argument("--steps", type=int, default=8, help="timed steps per config and round")
+    parser.add_argument("--warmup", type=int, default=4)
+    parser.add_argument("--bucket-cap-mb", type=float, default=25.0)
+    parser.add_argument("--hooks", default=",".join(HOOKS), help="comma list of " +
+                        ", ".join(HOOKS))
+    parser.add_argument("--optimizer-state", action="store_true",
+                        help="also digest the SGD-momentum state every step (off by default, "
+                        "as in Trail)")
+    parser.add_argument("--tool", default=None, help="reduce-verify, to audit two trails")
+    parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
+    return parser.parse_args()
+
+
+def digest_check(device):
+    """The GPU tree against the host reference, bit for bit."""
+    rows = []
+    if device.type != "cuda":
+        return rows
+    function = trail_module._cuda_leaf_function()
+    generator = torch.Generator().manual_seed(5)
+    for n in (0, 1, 1023, 1024, 1025, 262_147, 6_553_600):
+        for offset in (0, 1, 3):
+            host = torch.randn(n + offset, generator=generator)
+            on_device = host.to(device)[offset:]
+            expected = trail_module.tree_digest(host[offset:])
+            got = trail_module.finish_trees([trail_module.tree_digest_cuda(on_device, function)])
+            rows.append({"n": n, "offset_floats": offset, "gpu": got[0].hex(),
+                         "cpu": expected.hex(), "agree": got[0] == expected})
+            print(f"tree n={n} offset={offset}: gpu {got[0].hex()} cpu {expected.hex()} "
+                  f"{'agree' if got[0] == expected else 'DIFFER'}", flush=True)
+    return rows
+
+
+def ddp_run(args, device, hook, trail_path):
+    model = make_model(args.width, args.depth).to(device)
+    ddp = torch.nn.parallel.DistributedDataParallel(
+        model, device_ids=[device.index] if device.type == "cuda" else None,
+        bucket_cap_mb=args.bucket_cap_mb)
+    function, state = ((default_hooks.allreduce_hook, None) if hook == "allreduce_hook"
+                       else (fixed_order_hook, HookState()))
+    trail = None
+    if trail_path is not None:
+        trail = reduce_verify.Trail(trail_path, optimizer_state=args.optimizer_state)
+        function = trail.wrap(function)
+    ddp.register_comm_hook(state, function)
+    optimizer = torch.optim.SGD(ddp.parameters(), lr=1e-4, momentum=0.9)
+    return model, ddp, optimizer, trail
+
+
+def train_step(run, x, y):
+    model, ddp, optimizer, trail = run
+    optimizer.zero_grad(set_to_none=False)
+    torch.nn.functional.mse_loss(ddp(x), y).backward()
+    optimizer.step()
+    if trail is not None:
+        trail.end_step(model.parameters(), optimizer)
+
+
+def overhead(args, device, scratch):
+    hooks = [h for h in args.hooks.split(",") if h]
+    results = []
+    for size in (int(b) for b in args.batches.split(",")):
+        runs = {}
+        for hook in hooks:
+            runs[(hook, False)] = ddp_run(args, device, hook, None)
+            runs[(hook, True)] = ddp_run(args, device, hook,
+                                         pathlib.Path(scratch) / f"{hook}-{size}.trail")
+        x, y = batch(size, 0, 0, device)
+        for run in runs.values():
+            for _ in range(args.warmup):
+                train_step(run, x, y)
+        synchronize(device)
+        times = {key: [] for key in runs}
+        for _ in range(args.rounds):  # interleaved, so drift hits every configuration alike
+            for key, run in runs.items():
+                for _ in range(args.steps):
+                    synchronize(device)
+                    began = time.perf_counter()
+                    train_step(run, x, y)
+                    synchronize(device)
+                    times[key].append((time.perf_counter() - began) * 1e3)
+        entry = {"batch": size, "steps_per_config": args.rounds * args.steps, "hooks": {}}
+        for hook in hooks:
+            plain = statistics.median(times[(hook, False)])
+            trailed = statistics.median(times[(hook, True)])
+            entry["hooks"][hook] = {"step_ms": round(plain, 3),
+                                    "step_ms_with_trail": round(trailed, 3),
+                                    "overhead_fraction": round(trailed / plain - 1, 4)}
+            print(f"batch {size} {hook}: {plain:.2f} ms, with trail {trailed:.2f} ms "
+                  f"({100 * (trailed / plain - 1):+.1f} %)", flush=True)
+        for run in runs.values():
+            if run[3] is not None:
+                run[3].close()
+        results.append(entry)
+        del runs, x, y
+    return results
+
+
+def audit_pair(args, device, scratch):
+    """Two identical short runs' trails, audited: they must agree (exit 0)."""
+    if not args.tool:
+        return None
+    paths = []
+    for name in ("a", "b"):
+        path = pathlib.Path(scratch) / f"audit-{name}.trail"
+        run = ddp_run(args, device, "fixed_order_hook", path)
+        for step in range(3):
+            train_step(run, *batch(64, step, 0, device))
+        run[3].close()
+        paths.append(path)
+    done = subprocess.run([args.tool, "audit", str(paths[0]), str(paths[1])],
+                          capture_output=True, text=True, timeout=120)
+    print(done.stdout + done.stderr, flush=True)
+    return {"exit": done.returncode, "stdout": done.stdout, "stderr": done.stderr}
+
+
+def main():
+    args = parse_arguments()
+    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+    if args.device == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("trail_overhead: no CUDA device")
+    device = torch.device("cuda", 0) if args.device == "cuda" else torch.device("cpu")
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    pathlib.Path(args.out).mkdir(parents=True, exist_ok=True)
+    report = {"format": "reduce-verify trail overhead 1", "machine": machine(device),
+              "arguments": vars(args)}
+    with tempfile.TemporaryDirectory(prefix="rv-trail-bench-") as scratch:
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo",
+                                init_method=f"file://{scratch}/store", rank=0, world_size=1)
+        try:
+            report["digest_check"] = digest_check(device)
+            report["audit"] = audit_pair(args, device, scratch)
+            report["overhead"] = overhead(args, device, scratch)
+        finally:
+            dist.destroy_process_group()
+    report["gpu_digests_agree"] = all(row["agree"] for row in report["digest_check"])
+    path = pathlib.Path(args.out) / "trail-overhead.json"
+    path.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"wrote {path}; GPU digests agree with the reference: {report['gpu_digests_agree']}")
+    audit_ok = report["audit"] is None or report["audit"]["exit"] == 0
+    return 0 if report["gpu_digests_agree"] and audit_ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,367 @@
+"""Trail: an always-on digest trail of a DDP training run, for `reduce-verify audit A B`.
+
+Per step and per bucket it keeps every rank's input digest and every rank's reduced-result
+digest; after the optimizer step, the parameters' digest (and, optionally, the optimizer
+state's). Rank 0 appends one JSON line per step to one file; each line is chained to the one
+before by hash, so an edited, reordered or truncated trail is found and named by the audit
+(docs/DESIGN.md §12, docs/audit.md).
+
+    trail = reduce_verify.Trail("run-a.trail")
+    ddp.register_comm_hook(state, trail.wrap(fixed_order_hook))   # or any hook, e.g.
+    # ddp.register_comm_hook(None, trail.wrap(default_hooks.allreduce_hook))
+    for step ...:
+        loss.backward(); optimizer.step()
+        trail.end_step(model.parameters(), optimizer)
+    trail.close()
+
+Every rank keeps the same chain head (they all see the gathered digests), so any rank's
+state_dict() resumes the chain."""
+
+import ctypes
+import json
+import pathlib
+import threading
+
+import torch
+import torch.distributed as dist
+
+from . import _library
+from .errors import InputError, WorldDisagreement
+from .tensors import check_little_endian
+
+FORMAT = "reduce-verify trail"
+VERSION = 1
+GENESIS = "0" * 32  # the head before the first record
+CHAIN_SUFFIX_LENGTH = len(',"chain":"') + 32 + len('"}')
+TREE_LEAF_BYTES = 1 << 12  # docs/DESIGN.md §12: the digest tree's leaf size
+KIND_FLAT = "xxh128"
+KIND_TREE = "xxh3-tree-4k"
+
+
+def _digest_address(address, size):
+    """XXH3-128 (canonical, 16 bytes) of `size` bytes at `address`; size is a multiple of 4
+    (the C ABI digests binary32 arrays, whose bytes are hashed as they are)."""
+    hex_out = ctypes.create_string_buffer(33)
+    _library.check(_library.library().rv_digest_floats(address or None, size // 4, hex_out))
+    return bytes.fromhex(hex_out.value.decode())
+
+
+def digest_bytes(data):
+    """XXH3-128 of `data` padded with zero bytes to a multiple of 4 (docs/DESIGN.md §12)."""
+    data = bytes(data) + b"\0" * (-len(data) % 4)
+    buffer = ctypes.create_string_buffer(data, len(data))
+    return _digest_address(ctypes.addressof(buffer), len(data))
+
+
+def _host_bytes(tensor):
+    """The tensor's bytes as a contiguous host uint8 tensor, zero-padded to a multiple of 4."""
+    flat = tensor.detach().contiguous().reshape(-1)
+    raw = flat.view(torch.uint8) if flat.dtype != torch.uint8 else flat
+    raw = raw.to("cpu")
+    if raw.numel() % 4:
+        raw = torch.cat([raw, torch.zeros(-raw.numel() % 4, dtype=torch.uint8)])
+    return raw
+
+
+def flat_digest(tensor):
+    """XXH3-128 of the tensor's bytes, row-major: for float32, what `reduce-verify digest`
+    and `xxh128sum` print for the same bytes."""
+    check_little_endian()
+    raw = _host_bytes(tensor)
+    return _digest_address(raw.data_ptr(), raw.numel())
+
+
+def tree_digest(tensor):
+    """The digest tree of docs/DESIGN.md §12 (the CPU reference): the tensor's bytes
+    zero-padded to whole 4 KiB leaves, XXH3-128 of each leaf, then XXH3-128 of the unpadded
+    byte count as u64 little-endian followed by the leaves' canonical digests. Every leaf is
+    the same length, so a device hashes them in parallel where the tensor lives
+    (tree_digest_cuda); this reference gives the bits it must give."""
+    check_little_endian()
+    raw = _host_bytes(tensor)
+    size = raw.numel()
+    if size % TREE_LEAF_BYTES:
+        raw = torch.cat([raw, torch.zeros(-size % TREE_LEAF_BYTES, dtype=torch.uint8)])
+    leaves = [_digest_address(raw.data_ptr() + offset, TREE_LEAF_BYTES)
+              for offset in range(0, raw.numel(), TREE_LEAF_BYTES)]
+    return digest_bytes(size.to_bytes(8, "little") + b"".join(leaves))
+
+
+class PendingTree:
+    """A digest tree whose leaves a GPU is hashing into `leaves` (a device uint8 tensor);
+    finish_trees() turns a list of them into digests with one copy to the host."""
+
+    def __init__(self, size, leaves):
+        self.size, self.leaves = size, leaves
+
+
+def _cuda_leaf_function():
+    """The C ABI's rv_cuda_digest_tree_leaves, or None (an older or CPU-only library)."""
+    lib = _library.library()
+    function = getattr(lib, "rv_cuda_digest_tree_leaves", None)
+    if function is None or not lib.rv_built_with_cuda():
+        return None
+    function.restype = ctypes.c_int
+    function.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p,
+                         ctypes.c_void_p]
+    return function
+
+
+def tree_digest_cuda(tensor, function):
+    """Enqueues the leaves of a CUDA tensor's tree on its current stream (no copy of the
+    tensor leaves the device); a PendingTree, or the host reference's digest where the
+    tensor's bytes are not 4-byte words at a 4-byte aligned address."""
+    flat = tensor.detach().contiguous().reshape(-1)
+    size = flat.numel() * flat.element_size()
+    if size % 4 or flat.data_ptr() % 4:
+        return tree_digest(flat)
+    leaves = torch.empty(16 * (-(-size // TREE_LEAF_BYTES)), dtype=torch.uint8,
+                         device=flat.device)
+    device = flat.device.index if flat.device.index is not None else torch.cuda.current_device()
+    stream = torch.cuda.current_stream(flat.device).cuda_stream
+    _library.check(function(device, flat.data_ptr() if size else None, size,
+                            leaves.data_ptr() if size else None, stream))
+    return PendingTree(size, leaves)
+
+
+def finish_trees(digests):
+    """The list with every PendingTree replaced by its 16-byte root: one device-to-host copy
+    of all their leaf digests, the roots hashed on the host."""
+    pending = [d for d in digests if isinstance(d, PendingTree)]
+    if not pending:
+        return digests
+    host = torch.cat([p.leaves for p in pending]).cpu()
+    raw = ctypes.string_at(host.data_ptr(), host.numel()) if host.numel() else b""
+    roots, at = {}, 0
+    for p in pending:
+        count = p.leaves.numel()
+        roots[id(p)] = digest_bytes(p.size.to_bytes(8, "little") + raw[at:at + count])
+        at += count
+    return [roots[id(d)] if isinstance(d, PendingTree) else d for d in digests]
+
+
+def chain_next(head, body):
+    """The head after appending the record `body` (its JSON text without "chain"):
+    XXH3-128 of the previous head's 32 hex digits followed by the body's bytes."""
+    return digest_bytes(head.encode() + body.encode()).hex()
+
+
+def chained_line(head, record):
+    """(line, new head): the record's compact JSON with its "chain" appended last."""
+    body = json.dumps(record, separators=(",", ":"))
+    chain = chain_next(head, body)
+    return body[:-1] + f',"chain":"{chain}"}}', chain
+
+
+def hook_name(hook):
+    return f"{getattr(hook, '__module__', '?')}.{getattr(hook, '__qualname__', repr(hook))}"
+
+
+class Trail:
+    """The trail of one run. Every rank constructs it with the same path; rank 0 (`writer`)
+    writes. `digest="auto"` digests CPU tensors with the full XXH3-128 and CUDA tensors with
+    the digest tree; "flat" or "tree" forces one kind for every tensor."""
+
+    def __init__(self, path, process_group=None, digest="auto", optimizer_state=False,
+                 writer=0):
+        if digest not in ("auto", "flat", "tree"):
+            raise InputError(f"digest {digest!r} is not one of auto, flat, tree")
+        self.path = pathlib.Path(path)
+        self.process_group = process_group
+        self.digest = digest
+        self.optimizer_state = optimizer_state
+        self.writer = writer
+        self.head = GENESIS
+        self.step = 0
+        self.records = 0
+        self.hooks = []
+        self._kind = None
+        self._lock = threading.Lock()
+        self._buckets = {}  # bucket index → [numel, input digest, result digest]
+        self._file = None
+        self._cuda_leaves = None  # the C ABI's leaf kernel, False where there is none
+
+    # --- the hooks ---------------------------------------------------------------------
+    def wrap(self, hook, name=None):
+        """A DDP communication hook that runs `hook` and records the bucket's input digest
+        (before the hook, which may change the buffer in place) and its result's digest."""
+        self.hooks.append(name or hook_name(hook))
+
+        def trail_hook(state, bucket):
+            buffer = bucket.buffer()
+            index = bucket.index()
+            input_digest = self._digest(buffer)
+            future = hook(state, bucket)
+
+            def after(done):
+                value = done.value()
+                result = value[0] if isinstance(value, (list, tuple)) else value
+                with self._lock:
+                    self._buckets[index] = [buffer.numel(), input_digest, self._digest(result)]
+                return result
+
+            return future.then(after)
+
+        trail_hook.__name__ = trail_hook.__qualname__ = f"trail({self.hooks[-1]})"
+        return trail_hook
+
+    def _digest(self, tensor):
+        """16 bytes, or a PendingTree that end_step finishes (CUDA tensors, tree digest)."""
+        kind = self._kind_for(tensor)
+        if kind == KIND_FLAT:
+            return flat_digest(tensor)
+        if tensor.device.type == "cuda":
+            if self._cuda_leaves is None:
+                self._cuda_leaves = _cuda_leaf_function() or False
+            if self._cuda_leaves:
+                return tree_digest_cuda(tensor, self._cuda_leaves)
+        return tree_digest(tensor)
+
+    def _kind_for(self, tensor):
+        if self.digest == "flat":
+            kind = KIND_FLAT
+        elif self.digest == "tree":
+            kind = KIND_TREE
+        else:
+            kind = KIND_TREE if tensor.device.type == "cuda" else KIND_FLAT
+        if self._kind is None:
+            self._kind = kind
+        elif self._kind != kind:
+            raise InputError(f"this trail digests with {self._kind}, and a {tensor.device} "
+                             f"tensor would take {kind}: pass digest='flat' or 'tree'")
+        return kind
+
+    # --- the step ----------------------------------------------------------------------
+    def end_step(self, parameters, optimizer=None):
+        """After the optimizer step, on every rank: gathers every rank's digests (two
+        all_gathers of fixed-size records) and appends the step's record (rank 0)."""
+        parameters = [p for p in parameters]
+        flat = torch.cat([p.detach().reshape(-1) for p in parameters]) if parameters else \
+            torch.zeros(0)
+        digests = [self._digest(flat)]
+        if self.optimizer_state and optimizer is not None:
+            digests.append(self._digest(_optimizer_tensor(optimizer, flat.device)))
+        else:
+            digests.append(bytes(16))
+        with self._lock:
+            buckets, self._buckets = sorted(self._buckets.items()), {}
+        for _, (_, input_digest, result_digest) in buckets:
+            digests += [input_digest, result_digest]
+        digests = finish_trees(digests)
+        own = bytearray(digests[0] + digests[1])
+        for b, (index, (numel, _, _)) in enumerate(buckets):
+            own += index.to_bytes(8, "little") + numel.to_bytes(8, "little")
+            own += digests[2 + 2 * b] + digests[3 + 2 * b]
+        gathered = self._gather(bytes(own), len(buckets))
+        world = len(gathered)
+        record = {"step": self.step, "buckets": []}
+        for b, (index, (numel, _, _)) in enumerate(buckets):
+            at = 32 + 48 * b
+            rows = [g[at:at + 48] for g in gathered]
+            layouts = {row[:16] for row in rows}
+            if len(layouts) != 1:
+                raise WorldDisagreement(f"step {self.step}: the ranks' bucket {b} differ in "
+                                        "index or size: not one DDP world?")
+            record["buckets"].append({"index": index, "numel": numel,
+                                      "inputs": [row[16:32].hex() for row in rows],
+                                      "results": [row[32:48].hex() for row in rows]})
+        record["params"] = [g[:16].hex() for g in gathered]
+        if self.optimizer_state and optimizer is not None:
+            record["optimizer"] = [g[16:32].hex() for g in gathered]
+        if self.records == 0:
+            self._append(self._header(world, flat.numel()))
+        self._append(record)
+        self.step += 1
+
+    def _gather(self, own, bucket_count):
+        if not dist.is_available() or not dist.is_initialized():
+            return [own]
+        group = self.process_group
+        device = torch.device("cpu")
+        if dist.get_backend(group) == "nccl":
+            device = torch.device("cuda", torch.cuda.current_device())
+        world = dist.get_world_size(group)
+        counts = [torch.zeros(1, dtype=torch.int64, device=device) for _ in range(world)]
+        dist.all_gather(counts, torch.tensor([bucket_count], dtype=torch.int64, device=device),
+                        group=group)
+        counts = [int(c.item()) for c in counts]
+        if len(set(counts)) != 1:
+            raise WorldDisagreement(f"step {self.step}: the ranks reduced {counts} buckets "
+                                    "(rank by rank): every rank must run the wrapped hook")
+        mine = torch.frombuffer(bytearray(own), dtype=torch.int64).to(device)
+        rows = [torch.empty_like(mine) for _ in range(world)]
+        dist.all_gather(rows, mine, group=group)
+        rows = [row.cpu() for row in rows]
+        return [ctypes.string_at(row.data_ptr(), len(own)) for row in rows]
+
+    def _header(self, world, parameters):
+        return {"trail": FORMAT, "version": VERSION, "world": world,
+                "hooks": self.hooks or ["(none wrapped)"], "digest": self._kind or KIND_FLAT,
+                "start_step": self.step, "parameters": parameters}
+
+    def _append(self, record):
+        line, self.head = chained_line(self.head, record)
+        self.records += 1
+        if self._is_writer():
+            if self._file is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._file = open(self.path, "a", encoding="ascii")
+            self._file.write(line + "\n")
+            self._file.flush()
+
+    def _is_writer(self):
+        rank = dist.get_rank(self.process_group) if dist.is_available() and \
+            dist.is_initialized() else 0
+        return rank == self.writer
+
+    def close(self):
+        """Appends the end record (a trail without one reads as truncated or still being
+        written) and closes the file."""
+        if self.records:
+            self._append({"end": True, "steps": self.step, "records": self.records})
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    # --- checkpoints -------------------------------------------------------------------
+    def state_dict(self):
+        return {"format": FORMAT, "version": VERSION, "head": self.head, "step": self.step,
+                "records": self.records, "digest": self._kind}
+
+    def load_state_dict(self, state):
+        """Continues the chain of a checkpoint: the writer cuts the file back to the record
+        whose chain is the checkpoint's head (records past it belong to the lost run)."""
+        if state.get("format") != FORMAT or state.get("version") != VERSION:
+            raise InputError(f"not a {FORMAT} {VERSION} state: {state!r}")
+        self.head, self.step, self.records = state["head"], state["step"], state["records"]
+        self._kind = state.get("digest")
+        if self._is_writer() and self.records:
+            _cut_after_head(self.path, self.head, self.records)
+
+
+def _cut_after_head(path, head, records):
+    if not path.is_file():
+        raise InputError(f"{path}: no trail to resume (the checkpoint's chain head is {head})")
+    with open(path, "rb+") as trail:
+        kept = 0
+        for number in range(1, records + 1):
+            line = trail.readline()
+            if not line.endswith(b"\n"):
+                raise InputError(f"{path}: record {number} is missing or torn; the checkpoint "
+                                 f"needs {records} records")
+            kept += len(line)
+        if not line.rstrip(b"\n").endswith(f'"chain":"{head}"}}'.encode()):
+            raise InputError(f"{path}:{records}: its chain is not the checkpoint's head {head}: "
+                             "the trail is not this run's")
+        trail.truncate(kept)
+
+
+def _optimizer_tensor(optimizer, device):
+    """The optimizer state's tensors, flattened in the order of state_dict()."""
+    parts = []
+    for key in sorted(optimizer.state_dict()["state"]):
+        for name, value in sorted(optimizer.state_dict()["state"][key].items()):
+            if isinstance(value, torch.Tensor):
+                parts.append(value.detach().reshape(-1).to(device=device, dtype=torch.float32))
+    return torch.cat(parts) if parts else torch.zeros(0, device=device)
+
