@@ -82,9 +82,11 @@ class HookErrors(unittest.TestCase):
                 self.assertRegex(result["message"], pattern)
 
     def test_errors_can_be_caught_as_their_class(self):
-        # Inside backward() torch re-raises a hook's exception as a RuntimeError ...
+        # Inside backward() torch 1.13 re-raises a hook's exception as a RuntimeError (torch
+        # 2.11 on the H200 kept the hook's own class: either way it names the dtype) ...
         for result in self.on_every_rank("float64-ddp"):
-            self.assertEqual(result["type"], "RuntimeError", result)
+            self.assertIn(result["type"], ("RuntimeError", "InputError"), result)
+            self.assertRegex(result["message"], "torch.float64")
         # ... which HookState.original_errors() turns back into the hook's own exception,
         for result in self.on_every_rank("float64-ddp-original-errors"):
             self.assertEqual(result["type"], "InputError", result)
