@@ -40,14 +40,6 @@ bool send_whole(int fd, const Frame& frame) {
   return n == static_cast<ssize_t>(frame.size());
 }
 
-// One accepted connection that has not yet proven membership.
-struct Unproven {
-  int fd = -1;
-  Clock::time_point since;
-  std::string peer;
-  ListenerHandshake handshake;
-};
-
 // Waits for `events` on fd until the deadline: false when it passed.
 bool wait_for(int fd, short events, const Deadline& deadline) {
   for (;;) {
@@ -92,6 +84,14 @@ Io write_exactly(int fd, const Frame& frame, const Deadline& deadline) {
 }
 
 }  // namespace
+
+// One accepted connection that has not yet proven membership.
+struct MemberListener::Unproven {
+  int fd = -1;
+  Clock::time_point since;
+  std::string peer;
+  ListenerHandshake handshake;
+};
 
 MemberListener::MemberListener(const SocketAddress& bind) {
   listen_fd_ = ::socket(bind.storage.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -149,11 +149,50 @@ std::string MemberListener::first_refusal() const {
   return first_refusal_;
 }
 
+bool MemberListener::serve(Unproven& u) {
+  for (;;) {
+    unsigned char bytes[membership::kChallengeBytes];
+    const std::size_t want = std::min(u.handshake.needed(), sizeof bytes);
+    const ssize_t n = ::recv(u.fd, bytes, want, MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return true;
+    if (n <= 0) {
+      refuse(u.peer, "closed the connection before proving membership");
+      return false;
+    }
+    const ListenerHandshake::Step step = u.handshake.take(bytes, static_cast<std::size_t>(n));
+    switch (step.kind) {
+      case ListenerHandshake::Kind::kMore:
+        break;
+      case ListenerHandshake::Kind::kSend:
+        if (!send_whole(u.fd, step.reply)) {
+          refuse(u.peer, "did not take the challenge");
+          return false;
+        }
+        break;
+      case ListenerHandshake::Kind::kRefused:
+        refuse(u.peer, step.why);
+        return false;
+      case ListenerHandshake::Kind::kAccepted: {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (members_[step.rank] >= 0 || !send_whole(u.fd, step.reply)) {
+          // A member never dials again once accepted; count it rather than trust it.
+          if (refused_++ == 0) first_refusal_ = "from " + u.peer + ": a second connection";
+          return false;
+        }
+        members_[step.rank] = u.fd;
+        u.fd = -1;
+        --missing_;
+        changed_.notify_all();
+        return false;
+      }
+    }
+  }
+}
+
 void MemberListener::run() {
   std::deque<std::unique_ptr<Unproven>> unproven;
-  const auto drop = [&](std::size_t i, const std::string& why) {
-    refuse(unproven[i]->peer, why);
-    ::close(unproven[i]->fd);
+  const auto close_one = [&](std::size_t i) {
+    if (unproven[i]->fd >= 0) ::close(unproven[i]->fd);
     unproven.erase(unproven.begin() + static_cast<std::ptrdiff_t>(i));
   };
   std::vector<pollfd> polled;
@@ -170,63 +209,40 @@ void MemberListener::run() {
     if (rv < 0 && errno != EINTR) break;
     if (polled[0].revents != 0) break;  // stopped
 
-    // Handshakes first (they were polled), then new connections, then the expired.
+    // Handshakes first (they were polled; erasing from the back keeps the indices), then
+    // new connections, then the expired.
     for (std::size_t p = polled.size(); p-- > 2;) {
-      if (polled[p].revents == 0) continue;
-      const std::size_t i = p - 2;
-      Unproven& u = *unproven[i];
-      unsigned char bytes[membership::kChallengeBytes];
-      const std::size_t want = std::min(u.handshake.needed(), sizeof bytes);
-      const ssize_t n = ::recv(u.fd, bytes, want, MSG_DONTWAIT);
-      if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-      if (n <= 0) {
-        drop(i, "closed the connection before proving membership");
-        continue;
-      }
-      const ListenerHandshake::Step step = u.handshake.take(bytes, static_cast<std::size_t>(n));
-      switch (step.kind) {
-        case ListenerHandshake::Kind::kMore:
-          break;
-        case ListenerHandshake::Kind::kSend:
-          if (!send_whole(u.fd, step.reply)) drop(i, "did not take the challenge");
-          break;
-        case ListenerHandshake::Kind::kRefused:
-          drop(i, step.why);
-          break;
-        case ListenerHandshake::Kind::kAccepted: {
-          std::lock_guard<std::mutex> lock(mutex_);
-          if (members_[step.rank] >= 0 || !send_whole(u.fd, step.reply)) {
-            // A member never dials twice once accepted; count it rather than trust it.
-            ++refused_;
-            ::close(u.fd);
-          } else {
-            members_[step.rank] = u.fd;
-            --missing_;
-            changed_.notify_all();
-          }
-          unproven.erase(unproven.begin() + static_cast<std::ptrdiff_t>(i));
-          break;
-        }
-      }
+      if (polled[p].revents != 0 && !serve(*unproven[p - 2])) close_one(p - 2);
     }
     if (polled[1].revents != 0) {
-      for (;;) {
+      // A bounded batch, each served at once (a member's hello is usually there before the
+      // accept), so that a flood in the backlog cannot push a member out unread.
+      for (std::size_t batch = 0; batch < kMaxUnproven / 2; ++batch) {
         const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) break;  // EAGAIN, or an error the next poll reports again
-        if (unproven.size() >= kMaxUnproven) drop(0, "was still unproven among too many");
-        unproven.push_back(std::make_unique<Unproven>(
+        auto u = std::make_unique<Unproven>(
             Unproven{fd, Clock::now(), peer_text(fd),
-                     ListenerHandshake(secret_, me_, world_, membership::draw_nonce())}));
+                     ListenerHandshake(secret_, me_, world_, membership::draw_nonce())});
+        if (!serve(*u)) {
+          if (u->fd >= 0) ::close(u->fd);
+          continue;
+        }
+        if (unproven.size() >= kMaxUnproven) {
+          refuse(unproven.front()->peer, "was still unproven among too many");
+          close_one(0);
+        }
+        unproven.push_back(std::move(u));
       }
     }
     const auto now = Clock::now();
     while (!unproven.empty() && now - unproven.front()->since > kHandshakeLimit) {
-      drop(0, "held the connection without proving membership");
+      refuse(unproven.front()->peer, "held the connection without proving membership");
+      close_one(0);
     }
   }
-  for (auto& u : unproven) {
-    refuse(u->peer, "was still unproven when every member had connected");
-    ::close(u->fd);
+  for (std::size_t i = unproven.size(); i-- > 0;) {
+    refuse(unproven[i]->peer, "was still unproven when every member had connected");
+    close_one(i);
   }
   std::lock_guard<std::mutex> lock(mutex_);
   finished_ = true;

@@ -55,7 +55,11 @@ class MemberListener {
   std::string first_refusal() const;
 
  private:
+  struct Unproven;
   void run();
+  // Reads what `u` sent and answers it; false once it is done with (accepted: its socket
+  // moved to members_; refused: counted).
+  bool serve(Unproven& u);
   void refuse(const std::string& peer, const std::string& why);
 
   int listen_fd_ = -1;

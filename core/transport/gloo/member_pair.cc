@@ -1,5 +1,6 @@
 #include "core/transport/gloo/member_pair.h"
 
+#include <gloo/transport/tcp/unbound_buffer.h>
 #include <unistd.h>
 
 #include <string>
@@ -56,11 +57,38 @@ bool MemberPair::read() {
     // tcp::Pair::read returns before reading once the pair is closed, and closes it only
     // just before returning, so a throw means the pair is still open.
     if (state_ != CLOSED) {
-      signalException("rank " + std::to_string(rank_) + " sent a frame Gloo cannot take (" + why +
-                      "): a malformed or mismatched message from a member of the world");
+      if (!refused_a_frame_) {
+        refusal_ = "rank " + std::to_string(rank_) + " sent a frame Gloo cannot take (" + why +
+                   "): a malformed or mismatched message from a member of the world";
+        refused_a_frame_ = true;
+      }
+      signalException(refusal_);
+      // The receive the frame claimed to fill was taken off the pair's queue before Gloo's
+      // check failed, so signalException does not reach it: its waiter is woken here (it
+      // returns "aborted", and the transfer asks the pair why: refusal()).
+      ::gloo::NonOwningPtr<::gloo::transport::tcp::UnboundBuffer> in_flight(rx_.ubuf);
+      if (in_flight) in_flight->abortWaitRecv();
     }
     return false;
   }
+}
+
+std::string MemberPair::refusal() const { return refused_a_frame_ ? refusal_ : std::string(); }
+
+void MemberPair::throw_if_refused_a_frame() const {
+  if (refused_a_frame_) throw RuntimeFailure(refusal_);
+}
+
+void MemberPair::send(::gloo::transport::UnboundBuffer* buffer, std::uint64_t slot,
+                      std::size_t offset, std::size_t bytes) {
+  throw_if_refused_a_frame();
+  ::gloo::transport::tcp::Pair::send(buffer, slot, offset, bytes);
+}
+
+void MemberPair::recv(::gloo::transport::UnboundBuffer* buffer, std::uint64_t slot,
+                      std::size_t offset, std::size_t bytes) {
+  throw_if_refused_a_frame();
+  ::gloo::transport::tcp::Pair::recv(buffer, slot, offset, bytes);
 }
 
 std::unique_ptr<::gloo::transport::Pair>& MemberContext::createPair(int peer) {

@@ -14,8 +14,12 @@
 #include <gloo/transport/tcp/device.h>
 #include <gloo/transport/tcp/pair.h>
 
+#include <atomic>
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <string>
 
 namespace rv {
 namespace gloo_detail {
@@ -28,10 +32,26 @@ class MemberPair final : public ::gloo::transport::tcp::Pair {
   // Takes over `fd`, a connected socket to this pair's peer that has proven membership.
   void adopt(int fd);
 
+  // Gloo's, except that once the peer sent a frame Gloo refused, they throw that error at
+  // once (Gloo's unbound-buffer send and recv do not look at the pair's error, so a transfer
+  // posted after the pair failed would wait out its deadline instead of naming the peer).
+  void send(::gloo::transport::UnboundBuffer* buffer, std::uint64_t slot, std::size_t offset,
+            std::size_t bytes) override;
+  void recv(::gloo::transport::UnboundBuffer* buffer, std::uint64_t slot, std::size_t offset,
+            std::size_t bytes) override;
+
+  // Why the pair was closed for a frame Gloo refused; "" when it was not.
+  std::string refusal() const;
+
  protected:
   bool read() override;
 
  private:
+  void throw_if_refused_a_frame() const;
+
+  std::atomic<bool> refused_a_frame_{false};
+  std::string refusal_;  // written once, before refused_a_frame_ is set
+
   // Room in case libgloo's tcp::Pair is larger than its installed headers say
   // (compat/gloo/common/memory.h): the library would write here, not past the allocation.
   unsigned char slack_[256] = {};

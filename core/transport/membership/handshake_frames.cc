@@ -139,6 +139,16 @@ ListenerHandshake::Step ListenerHandshake::take(const unsigned char* bytes, std:
   const std::size_t had = buffer_.size();
   buffer_.resize(had + size);
   std::memcpy(buffer_.data() + had, bytes, size);
+  // A stranger's bytes are refused as soon as their first eight are not our magic, rather
+  // than after waiting for a whole hello that may never come.
+  if (state_ == State::kHello && had < kMagicBytes && buffer_.size() >= kMagicBytes &&
+      !starts_with(buffer_.data(), kHelloMagic)) {
+    state_ = State::kDone;
+    Step step;
+    step.kind = Kind::kRefused;
+    step.why = "not a reduce-verify handshake";
+    return step;
+  }
   if (needed() > 0) return Step{};
   return state_ == State::kHello ? on_hello() : on_proof();
 }
