@@ -92,7 +92,18 @@ std::shared_ptr<::gloo::Context> connect_full_mesh(::gloo::rendezvous::Store& st
 
   // Resolved here, not by Gloo: its lookup crashes on a name that does not resolve. Gloo
   // gets the numeric address, which it resolves to itself.
-  const SocketAddress bind = resolve_bind_address(options.hostname);
+  const auto cannot_create = [&](const std::string& why) {
+    return RuntimeFailure(label + ": cannot create a TCP device on '" + options.hostname +
+                          "' (--hostname must be an address or name of this host): " + why);
+  };
+  SocketAddress bind;
+  try {
+    bind = resolve_bind_address(options.hostname);
+  } catch (const InputError&) {
+    throw;
+  } catch (const Error& e) {
+    throw cannot_create(e.what());
+  }
   std::shared_ptr<::gloo::transport::Device> device;
   try {
     ::gloo::transport::tcp::attr attr;

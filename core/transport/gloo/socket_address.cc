@@ -123,9 +123,11 @@ SocketAddress resolve_bind_address(const std::string& hostname) {
     last_error = std::strerror(error);
   }
   ::freeaddrinfo(found);
-  throw InputError("gloo: " + named + " resolves to " + (tried.empty() ? "no IP address" : tried) +
-                   (last_error.empty() ? "" : ", which cannot be bound here (" + last_error + ")") +
-                   ": give a name or address of this host");
+  // It resolves, so it is a name, but not one of this host (or its interface is down): a
+  // runtime failure of this rank, as when Gloo itself could not bind it.
+  throw RuntimeFailure(
+      std::string("it resolves to ") + (tried.empty() ? "no IP address" : tried) +
+      (last_error.empty() ? "" : ", which cannot be bound here (" + last_error + ")"));
 }
 
 SocketAddress bound_address(int fd) {

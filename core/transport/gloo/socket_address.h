@@ -29,8 +29,9 @@ bool parse_socket_address(const std::string& ip, const std::string& port, Socket
 
 // The first address `hostname` resolves to that this process can bind, as Gloo would pick
 // it. Throws InputError naming the hostname when it is empty, holds white space or control
-// characters, does not resolve, or no address of it can be bound here ("not an address of
-// this host").
+// characters, or does not resolve (bad input); RuntimeFailure saying what it resolves to
+// when no address of it can be bound here (not an address of this host, or one that is
+// down).
 SocketAddress resolve_bind_address(const std::string& hostname);
 
 // The address a socket is bound to (getsockname). Throws RuntimeFailure.
