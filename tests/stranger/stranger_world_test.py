@@ -94,7 +94,12 @@ def staged(binary, root, attempt):
     while time.monotonic() < give_up and procs[3].poll() is None:
         if listening_ports(pids):
             os.kill(pids[3], signal.SIGSTOP)
-            caught = bool(listening_ports(pids[:3]))
+            # Ranks 0..2 listen from before they arrive until rank 3 has dialled them: if it
+            # has not, they are (or soon will be) waiting for it.
+            settle = time.monotonic() + 2
+            while not caught and time.monotonic() < settle:
+                caught = len(listening_ports(pids[:3])) >= 3
+                time.sleep(0.01)
             break
         time.sleep(0.0005)
     if caught:
