@@ -278,7 +278,7 @@ std::shared_ptr<::gloo::Context> connect_pair_mesh(
   // Every lower rank is dialled at once while the listener takes the higher ranks, so an
   // unreachable or silent peer costs the deadline once, not once per peer.
   std::vector<std::string> failures(world);
-  std::vector<bool> timed_out(world, false);
+  std::vector<char> timed_out(world, 0);  // not vector<bool>: each dialling thread writes its own
   std::vector<int> sockets(world, -1);
   std::vector<std::thread> dialling;
   for (std::uint32_t peer = 0; peer < me; ++peer) {
@@ -288,7 +288,7 @@ std::shared_ptr<::gloo::Context> connect_pair_mesh(
       try {
         sockets[peer] = dial_member(address, me, peer, world, secret, deadline);
       } catch (const DeadlineExceeded& e) {
-        timed_out[peer] = true;
+        timed_out[peer] = 1;
         failures[peer] = e.what();
       } catch (...) {
         failures[peer] = current_exception_text();
@@ -300,7 +300,7 @@ std::shared_ptr<::gloo::Context> connect_pair_mesh(
   for (std::uint32_t peer = me + 1; peer < world; ++peer) {
     sockets[peer] = accepted[peer];
     if (sockets[peer] < 0) {
-      timed_out[peer] = true;
+      timed_out[peer] = 1;
       failures[peer] = "no connection";
     }
   }
