@@ -1,13 +1,9 @@
 #include "core/transport/gloo/pair_mesh.h"
 
-#include <arpa/inet.h>
 #include <gloo/context.h>
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/context.h>
 #include <gloo/transport/device.h>
-#include <gloo/transport/pair.h>
-#include <gloo/transport/tcp/address.h>
-#include <netinet/in.h>
 #include <sys/stat.h>
 #include <unistd.h>
 

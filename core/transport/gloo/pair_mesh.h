@@ -8,7 +8,8 @@
 // five times the context timeout (tcp::Pair::waitUntil: "a longer timeout when waiting for
 // initial connect"). A rank that died between arriving and connecting therefore held its
 // peers for 30 s or for 5 × --timeout, once per unreachable peer, and the error named an
-// address, not a rank.
+// address, not a rank. And the connections themselves are ours, each proving membership
+// before Gloo reads a byte of it (member_connections.h, docs/DESIGN.md §10).
 #pragma once
 
 #include <cstddef>
