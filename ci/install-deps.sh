@@ -6,6 +6,7 @@ packages=(
   build-essential cmake ninja-build git
   libcli11-dev libxxhash-dev xxhash nlohmann-json3-dev   # CLI, digests, JSON reports
   libgloo-dev                                            # the CPU transport
+  libssl-dev                                             # HMAC-SHA256 of the membership handshake
   libgtest-dev libbenchmark-dev                          # tests and benchmarks
   libmpfr-dev                                            # the exact contract's test oracle
   openmpi-bin                                            # the mpirun launcher test

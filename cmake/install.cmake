@@ -9,7 +9,7 @@ include(CMakePackageConfigHelpers)
 set(rv_package_dir ${CMAKE_INSTALL_LIBDIR}/cmake/reduce_verify)
 set(rv_exported_targets rv_build_rules rv_exact rv_core rv_digest)
 # The optional parts this build has, each a namespaced target of the package.
-foreach(part rv_rendezvous rv_reducer rv_launch rv_in_process rv_gloo rv_cuda rv_nccl
+foreach(part rv_rendezvous rv_reducer rv_launch rv_in_process rv_membership rv_gloo rv_cuda rv_nccl
         rv_cuda_loopback)
   if(TARGET ${part})
     list(APPEND rv_exported_targets ${part})
@@ -32,6 +32,11 @@ install(EXPORT reduce_verify_targets
         DESTINATION ${rv_package_dir})
 
 set(RV_PACKAGE_HAS_CUDA ${RV_WITH_CUDA})
+if(TARGET rv_membership)
+  set(RV_PACKAGE_HAS_MEMBERSHIP ON)
+else()
+  set(RV_PACKAGE_HAS_MEMBERSHIP OFF)
+endif()
 configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/reduce_verifyConfig.cmake.in
                               ${PROJECT_BINARY_DIR}/reduce_verifyConfig.cmake
                               INSTALL_DESTINATION ${rv_package_dir})

@@ -7,8 +7,6 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
-#include <system_error>
 
 #include "core/error.h"
 
@@ -29,8 +27,16 @@ std::string temporary_beside(const std::string& path) {
 }
 
 void write_new_file(const std::string& path, const std::string& contents) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) fail("create", path, errno);
+  // The umask can only take bits from open(2)'s mode; fchmod makes it exactly 0600 whatever
+  // the umask, so no record of the job directory is ever writable by anyone else.
+  if (::fchmod(fd, 0600) != 0) {
+    const int error = errno;
+    ::close(fd);
+    ::unlink(path.c_str());
+    fail("set the mode of", path, error);
+  }
   std::size_t done = 0;
   while (done < contents.size()) {
     const ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
@@ -103,17 +109,34 @@ std::optional<std::string> read_small_file(const std::string& path) {
 }
 
 bool make_directory_exclusively(const std::string& path) {
-  if (::mkdir(path.c_str(), 0755) == 0) return true;
-  if (errno == EEXIST) return false;
-  fail("create the directory", path, errno);
+  if (::mkdir(path.c_str(), 0700) != 0) {
+    if (errno == EEXIST) return false;
+    fail("create the directory", path, errno);
+  }
+  // As for files: 0700 exactly, whatever the umask.
+  if (::chmod(path.c_str(), 0700) != 0) fail("set the mode of", path, errno);
+  return true;
 }
 
 void make_directories(const std::string& path) {
-  std::error_code error;
-  std::filesystem::create_directories(path, error);
-  if (error) {
-    throw RuntimeFailure(
-        detail::concat("cannot create the directory ", path, ": ", error.message()));
+  // Each missing component is created 0700; those that exist are left as they are.
+  std::string prefix;
+  std::size_t at = 0;
+  while (at != std::string::npos) {
+    const std::size_t slash = path.find('/', at + 1);
+    prefix = path.substr(0, slash);
+    at = slash;
+    if (prefix.empty() || prefix == "/" || prefix.back() == '/') continue;
+    struct stat info {};
+    if (::stat(prefix.c_str(), &info) == 0) {
+      if (!S_ISDIR(info.st_mode)) fail("create the directory", prefix, ENOTDIR);
+      continue;
+    }
+    if (!make_directory_exclusively(prefix)) {
+      if (::stat(prefix.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
+        fail("create the directory", prefix, EEXIST);
+      }
+    }
   }
 }
 

@@ -1,7 +1,9 @@
 // The filesystem primitives the rendezvous relies on, and nothing else: a file appears
 // whole or not at all (write a private temporary, then rename or link it into place), and
 // link(2) refuses to replace an existing name, which makes "create with these contents
-// unless it exists" one atomic step. Both hold on local filesystems and on NFS.
+// unless it exists" one atomic step. Both hold on local filesystems and on NFS. Every file
+// is created 0600 and every directory 0700, whatever the umask (docs/DESIGN.md §10): only
+// the job's user may read the rendezvous, since whoever can read it is a member.
 #pragma once
 
 #include <optional>
@@ -25,7 +27,7 @@ std::optional<std::string> read_small_file(const std::string& path);
 // other error (a missing parent, no permission).
 bool make_directory_exclusively(const std::string& path);
 
-// mkdir -p. Throws RuntimeFailure naming the directory.
+// mkdir -p, each directory it creates 0700. Throws RuntimeFailure naming the directory.
 void make_directories(const std::string& path);
 
 }  // namespace rv

@@ -1,6 +1,7 @@
 #include "core/rendezvous/job_directory.h"
 
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,6 +16,7 @@
 #include "core/error.h"
 #include "core/rendezvous/atomic_file.h"
 #include "core/rendezvous/launcher_env.h"
+#include "core/rendezvous/private_directory.h"
 
 namespace rv {
 namespace {
@@ -93,6 +95,20 @@ WorldRecord parse_world_record(const std::string& path, const std::string& text)
   return record;
 }
 
+// A root every user may write and that is not sticky (unlike /tmp) lets any of them rename
+// a job directory away and put one of theirs in its place.
+void refuse_replaceable_root(const std::string& root) {
+  struct stat info {};
+  if (::stat(root.c_str(), &info) == 0 && (info.st_mode & S_IWOTH) != 0 &&
+      (info.st_mode & S_ISVTX) == 0) {
+    throw InputError(detail::concat("the rendezvous directory ", root, " (mode ",
+                                    mode_text(static_cast<unsigned>(info.st_mode)),
+                                    ") is writable by every user and not sticky: another user "
+                                    "could replace the job directory; use a directory of "
+                                    "your own or a sticky one such as /tmp"));
+  }
+}
+
 }  // namespace
 
 std::string fresh_job_id() { return "rv-" + random_hex(8); }
@@ -131,10 +147,12 @@ JobDirectory JobDirectory::open(const std::string& root, const std::string& job_
 
   if (rank == 0) {
     make_directories(root);
+    refuse_replaceable_root(root);
     if (!make_directory_exclusively(path)) {
       throw InputError(
           detail::concat("job directory ", path, " already exists: ", stale_hint(job_id)));
     }
+    require_private_directory(path, "the job directory");
     const std::string nonce = random_hex(16);
     make_directories(in(kGlooStoreFolder));
     write_file_atomically(in(kWorldRecordFile), detail::concat(kRecordHeader, "\nworld ", world,
@@ -191,6 +209,9 @@ JobDirectory JobDirectory::open(const std::string& root, const std::string& job_
     }
     backoff.sleep(deadline);
   }
+  // Only a directory of this user's alone can hold rank 0's records: one another user made
+  // (or can write) is refused before a byte of it is trusted (docs/DESIGN.md §10).
+  require_private_directory(path, "the job directory");
   const WorldRecord record = parse_world_record(in(kWorldRecordFile), *record_text);
   if (record.world != world) {
     throw InputError(detail::concat("job directory ", path, " belongs to a world of ", record.world,

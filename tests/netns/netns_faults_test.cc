@@ -233,34 +233,35 @@ TEST_F(NetnsWorld, NoHostnameWithoutACommonSubnetIsRefusedByEveryRank) {
   EXPECT_EQ(processes_left(hosts), "");
 }
 
-// Rank 2 binds an address of its own host that host 0 has no route to. Host 0's ranks cannot
-// connect to it and name it at once; rank 2 names the ranks that never connected to it; rank
-// 3 loses its peers; all exit 3 within the timeout + 2 s.
+// Rank 1 binds an address of its own host that host 1 has no route to. The higher rank of a
+// pair dials the lower (docs/DESIGN.md §10), so host 1's ranks cannot connect to it and name
+// it at once; rank 1 names the ranks that never connected to it; rank 0 loses its peers; all
+// exit 3 within the timeout + 2 s.
 TEST_F(NetnsWorld, AddressThePeersCannotReachIsNamed) {
   NetnsHosts hosts(2);
   ScratchDir dir;
-  hosts.add_local_address(1, "10.9.0.2/32");
+  hosts.add_local_address(0, "10.9.0.1/32");
   WorldLaunch how = short_world("unreachable-address");
-  how.hostname = [&](int r) { return r == 2 ? "10.9.0.2" : hosts.address(r / kRanksPerHost); };
+  how.hostname = [&](int r) { return r == 1 ? "10.9.0.1" : hosts.address(r / kRanksPerHost); };
   const auto start = Clock::now();
   RankProcesses ranks = launch_world(hosts, dir, how);
   EXPECT_TRUE(wait_for_all(ranks, kAllowed + 3s)) << describe_ranks(ranks);
-  for (int r : {0, 1}) {
+  for (int r : {2, 3}) {
     const std::string err = ranks[r]->err();
     EXPECT_EQ(ranks[r]->exit_code(), 3) << err;
-    EXPECT_NE(err.find("cannot connect to rank 2 (at [10.9.0.2]:"), std::string::npos) << err;
+    EXPECT_NE(err.find("cannot connect to rank 1 (at [10.9.0.1]:"), std::string::npos) << err;
     EXPECT_NE(err.find("Network is unreachable"), std::string::npos) << err;
     EXPECT_NE(err.find("is that rank's --hostname an address"), std::string::npos) << err;
     EXPECT_LT(seconds_between(start, ranks[r]->ended_at()), 2.0) << err;
     std::printf("netns: an unreachable --hostname: rank %d ended %.2f s after the launch: %s", r,
                 seconds_between(start, ranks[r]->ended_at()), err.c_str());
   }
-  // Timed from the connection attempt that failed (rank 0's exit): rank 2's wait for the
-  // connections that never come, and rank 3's for its lost peers, run from about then.
-  expect_named_in_time(ranks, {2}, {0, 1}, ranks[0]->ended_at(),
-                       "the failed connection (an unreachable --hostname on rank 2)");
-  expect_named_in_time(ranks, {3}, {0, 1, 2}, ranks[0]->ended_at(),
-                       "the failed connection (an unreachable --hostname on rank 2)");
+  // Timed from the connection attempt that failed (rank 2's exit): rank 1's wait for the
+  // connections that never come, and rank 0's for its lost peers, run from about then.
+  expect_named_in_time(ranks, {1}, {2, 3}, ranks[2]->ended_at(),
+                       "the failed connection (an unreachable --hostname on rank 1)");
+  expect_named_in_time(ranks, {0}, {1, 2, 3}, ranks[2]->ended_at(),
+                       "the failed connection (an unreachable --hostname on rank 1)");
   EXPECT_EQ(processes_left(hosts), "");
 }
 

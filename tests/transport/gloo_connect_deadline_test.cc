@@ -4,9 +4,7 @@
 // Each is named by rank within the timeout + 2 s. Gloo's own connectFullMesh held the first
 // for a fixed 30 s (Store::kDefaultTimeout) and the second for 5 × the timeout.
 #include <arpa/inet.h>
-#include <gloo/rendezvous/file_store.h>
 #include <gloo/rendezvous/hash_store.h>
-#include <gloo/transport/tcp/address.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -20,6 +18,8 @@
 #include "core/transport/gloo/gloo_rendezvous.h"
 #include "core/transport/gloo/gloo_transport.h"
 #include "core/transport/gloo/pair_mesh.h"
+#include "core/transport/gloo/private_file_store.h"
+#include "core/transport/membership/membership_secret.h"
 #include "tests/support/scratch_dir.h"
 
 namespace rv::test {
@@ -39,16 +39,6 @@ void announce_arrival(gloo::rendezvous::Store& store, std::uint32_t rank) {
   store.set(gloo_detail::arrival_key(rank), std::vector<char>(text.begin(), text.end()));
 }
 
-// Gloo's bytes for a TCP pair address ip:port.
-std::vector<char> pair_address(const std::string& ip, std::uint16_t port) {
-  sockaddr_storage ss{};
-  auto* in = reinterpret_cast<sockaddr_in*>(&ss);
-  in->sin_family = AF_INET;
-  in->sin_port = htons(port);
-  EXPECT_EQ(::inet_pton(AF_INET, ip.c_str(), &in->sin_addr), 1);
-  return gloo::transport::tcp::Address(ss).bytes();
-}
-
 // A peer that arrived and published where its pairs listen (`ip`:`port`), and then does
 // nothing more: dead, frozen, or on another network.
 void publish_silent_peer(gloo::rendezvous::Store& store, std::uint32_t rank, std::uint32_t world,
@@ -61,10 +51,11 @@ void publish_silent_peer(gloo::rendezvous::Store& store, std::uint32_t rank, std
   record.loopback = ip.rfind("127.", 0) == 0;
   record.host = "silent-peer";
   record.network = network;
-  const std::vector<char> address = pair_address(ip, port);
-  record.address_size = address.size();
-  for (std::uint32_t peer = 0; peer + 1 < world; ++peer) {
-    record.addresses.insert(record.addresses.end(), address.begin(), address.end());
+  record.listen_ip = ip;
+  record.listen_port = std::to_string(port);
+  if (rank == 0) {  // rank 0 sets the job's secret before it arrives
+    store.set(gloo_detail::membership_secret_key(),
+              membership::encode_secret(membership::draw_secret()));
   }
   store.set(gloo_detail::mesh_record_key(rank), gloo_detail::encode_mesh_record(record));
 }
@@ -110,11 +101,11 @@ TEST(GlooConnectDeadline, RankThatDiesAfterArrivingIsNamedWithinTheTimeout) {
   EXPECT_GE(seconds_since(start), 0.9);
 }
 
-// The same through the FileStore of a job directory, the store live ranks use.
+// The same through the file store of a job directory, the store live ranks use.
 TEST(GlooConnectDeadline, FileStoreRankThatDiesAfterArrivingIsNamedWithinTheTimeout) {
   ScratchDir dir;
   {
-    gloo::rendezvous::FileStore store(dir.path());
+    gloo_detail::PrivateFileStore store(dir.path());
     announce_arrival(store, 0);
   }
   GlooConnectOptions options = rank_options(1, 2, "127.0.0.1");
@@ -132,9 +123,9 @@ TEST(GlooConnectDeadline, FileStoreRankThatDiesAfterArrivingIsNamedWithinTheTime
   EXPECT_LT(seconds_since(start), kAllowedSeconds);
 }
 
-// Rank 1 published its addresses and froze before connecting. Its address (127.0.0.2) is
-// above ours, so Gloo makes us the listening side: we wait for a connection that never comes,
-// which Gloo's pairs would have waited for 5 × the timeout.
+// Rank 1 published its address and froze before connecting. The higher rank dials, so we
+// wait for a connection that never comes, which Gloo's pairs would have waited for 5 × the
+// timeout.
 TEST(GlooConnectDeadline, PeerThatNeverConnectsIsNamedWithinTheTimeout) {
   auto store = std::make_shared<gloo::rendezvous::HashStore>();
   publish_silent_peer(*store, 1, 2, "127.0.0.2", 9, gloo_detail::network_identity());
@@ -173,21 +164,21 @@ TEST(GlooConnectDeadline, SilentPeersAreWaitedForTogether) {
   EXPECT_LT(seconds_since(start), kAllowedSeconds);
 }
 
-// Rank 1's address refuses connections (a wrong --hostname, or the rank is gone); its address
-// is below ours, so we are the connecting side and learn it at once.
+// Rank 0's address refuses connections (a wrong --hostname, or the rank is gone); the higher
+// rank of a pair dials the lower, so we are the connecting side and learn it at once.
 TEST(GlooConnectDeadline, PeerWhoseAddressRefusesIsNamedAtOnce) {
   auto store = std::make_shared<gloo::rendezvous::HashStore>();
   const std::uint16_t port = closed_port();
-  publish_silent_peer(*store, 1, 2, "127.0.0.1", port, gloo_detail::network_identity());
+  publish_silent_peer(*store, 0, 2, "127.0.0.1", port, gloo_detail::network_identity());
   const auto start = Clock::now();
   try {
-    connect_gloo_with_store(store, rank_options(0, 2, "127.0.0.2"));
+    connect_gloo_with_store(store, rank_options(1, 2, "127.0.0.2"));
     FAIL() << "connected to a closed port";
   } catch (const DeadlineExceeded& e) {
     FAIL() << "a refused connection waited for the deadline: " << e.what();
   } catch (const RuntimeFailure& e) {
     const std::string text = e.what();
-    EXPECT_NE(text.find("cannot connect to rank 1 (at [127.0.0.1]:" + std::to_string(port) + ")"),
+    EXPECT_NE(text.find("cannot connect to rank 0 (at [127.0.0.1]:" + std::to_string(port) + ")"),
               std::string::npos)
         << text;
     EXPECT_NE(text.find("Connection refused"), std::string::npos) << text;

@@ -4,13 +4,17 @@
 #include <gloo/transport/tcp/device.h>
 
 #include <csignal>
+#include <memory>
 #include <sstream>
 #include <vector>
 
 #include "core/deadline.h"
 #include "core/error.h"
 #include "core/transport/gloo/gloo_failure.h"
+#include "core/transport/gloo/member_connections.h"
 #include "core/transport/gloo/pair_mesh.h"
+#include "core/transport/gloo/socket_address.h"
+#include "core/transport/membership/membership_secret.h"
 
 namespace rv {
 namespace gloo_detail {
@@ -86,15 +90,50 @@ std::shared_ptr<::gloo::Context> connect_full_mesh(::gloo::rendezvous::Store& st
              << store_name << ")";
   const std::string label = label_text.str();
 
+  // Resolved here, not by Gloo: its lookup crashes on a name that does not resolve. Gloo
+  // gets the numeric address, which it resolves to itself.
+  const auto cannot_create = [&](const std::string& why) {
+    return RuntimeFailure(label + ": cannot create a TCP device on '" + options.hostname +
+                          "' (--hostname must be an address or name of this host): " + why);
+  };
+  SocketAddress bind;
+  try {
+    bind = resolve_bind_address(options.hostname);
+  } catch (const InputError&) {
+    throw;
+  } catch (const Error& e) {
+    throw cannot_create(e.what());
+  }
   std::shared_ptr<::gloo::transport::Device> device;
   try {
     ::gloo::transport::tcp::attr attr;
-    attr.hostname = options.hostname;
+    attr.hostname = bind.ip();
     device = ::gloo::transport::tcp::CreateDevice(attr);
   } catch (...) {
     throw RuntimeFailure(
         label + ": cannot create a TCP device on '" + options.hostname +
         "' (--hostname must be an address or name of this host): " + current_exception_text());
+  }
+  // Listening before arriving: the higher ranks' connections wait in the backlog until this
+  // rank knows the secret.
+  std::unique_ptr<MemberListener> listener;
+  try {
+    listener = std::make_unique<MemberListener>(bind);
+  } catch (const Error& e) {
+    throw RuntimeFailure(label + ": " + e.what());
+  }
+
+  // Rank 0 draws the job's secret and sets it before arriving (docs/DESIGN.md §10): whoever
+  // can read the store is a member.
+  membership::Secret secret{};
+  if (options.rank == 0) {
+    secret = membership::draw_secret();
+    try {
+      store.set(membership_secret_key(), membership::encode_secret(secret));
+    } catch (...) {
+      throw RuntimeFailure(label +
+                           ": cannot publish the membership secret: " + current_exception_text());
+    }
   }
 
   try {
@@ -110,7 +149,8 @@ std::shared_ptr<::gloo::Context> connect_full_mesh(::gloo::rendezvous::Store& st
 
   // From here a fresh deadline: a rank that dies or freezes between arriving and connecting
   // is named within it (pair_mesh.h).
-  return connect_pair_mesh(store, has_key, device, options, label);
+  return connect_pair_mesh(store, has_key, device, *listener, options.rank == 0 ? &secret : nullptr,
+                           options, label);
 }
 
 }  // namespace gloo_detail

@@ -1,7 +1,6 @@
 #include "core/transport/gloo/gloo_transport.h"
 
 #include <gloo/config.h>
-#include <gloo/rendezvous/file_store.h>
 
 #include <sys/stat.h>
 
@@ -9,26 +8,9 @@
 #include "core/transport/gloo/gloo_context_transport.h"
 #include "core/transport/gloo/gloo_failure.h"
 #include "core/transport/gloo/gloo_rendezvous.h"
+#include "core/transport/gloo/private_file_store.h"
 
 namespace rv {
-namespace {
-
-// Gloo's FileStore with its (protected) non-blocking presence check made callable: its own
-// wait counts elapsed time in whole seconds, so a deadline would overshoot by up to 1 s.
-class CheckableFileStore final : public ::gloo::rendezvous::FileStore {
- public:
-  using FileStore::FileStore;
-  bool has(const std::string& key) {
-    try {
-      return check({key});
-    } catch (...) {
-      throw RuntimeFailure("gloo rendezvous: cannot read the file store " + basePath_ + ": " +
-                           gloo_detail::current_exception_text());
-    }
-  }
-};
-
-}  // namespace
 
 std::unique_ptr<Transport> connect_gloo(const GlooConnectOptions& options) {
   struct stat info {};
@@ -37,13 +19,12 @@ std::unique_ptr<Transport> connect_gloo(const GlooConnectOptions& options) {
     throw RuntimeFailure("gloo rendezvous on rank " + std::to_string(options.rank) +
                          ": the store directory '" + options.store_dir + "' does not exist");
   }
-  std::shared_ptr<CheckableFileStore> store;
+  std::shared_ptr<gloo_detail::PrivateFileStore> store;
   try {
-    store = std::make_shared<CheckableFileStore>(options.store_dir);
-  } catch (...) {
-    throw RuntimeFailure("gloo rendezvous on rank " + std::to_string(options.rank) +
-                         ": cannot open the file store in '" + options.store_dir +
-                         "': " + gloo_detail::current_exception_text());
+    store = std::make_shared<gloo_detail::PrivateFileStore>(options.store_dir);
+  } catch (const Error& e) {
+    throw RuntimeFailure("gloo rendezvous on rank " + std::to_string(options.rank) + ": " +
+                         e.what());
   }
   auto has_key = [&store](const std::string& key) { return store->has(key); };
   auto context = gloo_detail::connect_full_mesh(*store, has_key, options, options.store_dir);

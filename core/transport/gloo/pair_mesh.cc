@@ -1,18 +1,15 @@
 #include "core/transport/gloo/pair_mesh.h"
 
-#include <arpa/inet.h>
 #include <gloo/context.h>
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/context.h>
 #include <gloo/transport/device.h>
-#include <gloo/transport/pair.h>
-#include <gloo/transport/tcp/address.h>
-#include <netinet/in.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -22,17 +19,15 @@
 #include "core/deadline.h"
 #include "core/error.h"
 #include "core/transport/gloo/gloo_failure.h"
+#include "core/transport/gloo/member_pair.h"
+#include "core/transport/gloo/socket_address.h"
+#include "core/transport/membership/membership_secret.h"
 
 namespace rv {
 namespace gloo_detail {
 namespace {
 
-// tcp::Pair waits for its first connection up to this many times its timeout (Pair::waitUntil,
-// the same in the Debian snapshot and in Gloo's main branch); the pairs get the deadline
-// divided by it, so that wait ends with our deadline.
-constexpr int kGlooConnectWaitFactor = 5;
-
-constexpr const char* kRecordMagic = "reduce-verify mesh 1";
+constexpr const char* kRecordMagic = "reduce-verify mesh 2";
 
 // A gloo::Context whose device and pairs are installed here: the protected members Gloo's
 // own connectFullMesh would set.
@@ -78,54 +73,18 @@ MeshRecord decode(const std::vector<char>& bytes, std::uint32_t peer, const std:
     record.loopback = field("loopback") == "1";
     record.host = field("host");
     record.network = field("network");
-    std::istringstream counts(field("addresses"));
-    std::size_t count = 0;
-    counts >> count >> record.address_size;
-    if (!counts || count + 1 != record.world) throw malformed("address count");
-    record.addresses.assign(bytes.begin() + static_cast<std::ptrdiff_t>(at), bytes.end());
-    if (record.addresses.size() != count * record.address_size) throw malformed("address bytes");
+    std::istringstream listen(field("listen"));
+    listen >> record.listen_ip >> record.listen_port;
+    SocketAddress parsed;
+    if (!listen || !parse_socket_address(record.listen_ip, record.listen_port, &parsed)) {
+      throw malformed("listening address");
+    }
+    if (at != bytes.size()) throw malformed("bytes after the record");
   } catch (const std::logic_error&) {  // std::stoul
     throw malformed("a number");
   }
   if (record.rank != peer) throw malformed("it names rank " + std::to_string(record.rank));
   return record;
-}
-
-const sockaddr_storage* socket_address(const ::gloo::transport::Address& address) {
-  const auto* tcp = dynamic_cast<const ::gloo::transport::tcp::Address*>(&address);
-  return tcp == nullptr ? nullptr : &tcp->getSockaddr();
-}
-
-bool is_loopback(const ::gloo::transport::Address& address) {
-  const sockaddr_storage* ss = socket_address(address);
-  if (ss == nullptr) return false;
-  if (ss->ss_family == AF_INET) {
-    const auto* in = reinterpret_cast<const sockaddr_in*>(ss);
-    return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
-  }
-  if (ss->ss_family == AF_INET6) {
-    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(ss);
-    if (IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr)) return true;
-    return IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr) && in6->sin6_addr.s6_addr[12] == 127;
-  }
-  return false;
-}
-
-// "[10.0.0.1]:40123". Not tcp::Address::str(), which prints the port in network byte order.
-std::string address_text(const ::gloo::transport::Address& address) {
-  const sockaddr_storage* ss = socket_address(address);
-  char ip[INET6_ADDRSTRLEN] = "?";
-  unsigned port = 0;
-  if (ss != nullptr && ss->ss_family == AF_INET) {
-    const auto* in = reinterpret_cast<const sockaddr_in*>(ss);
-    ::inet_ntop(AF_INET, &in->sin_addr, ip, sizeof ip);
-    port = ntohs(in->sin_port);
-  } else if (ss != nullptr && ss->ss_family == AF_INET6) {
-    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(ss);
-    ::inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof ip);
-    port = ntohs(in6->sin6_port);
-  }
-  return "[" + std::string(ip) + "]:" + std::to_string(port);
 }
 
 std::string host_name() {
@@ -217,20 +176,9 @@ std::vector<MeshRecord> await_records(::gloo::rendezvous::Store& store, const St
   return records;
 }
 
-// The address rank `peer` listens on for its pair with `me`.
-std::vector<char> address_for(const MeshRecord& peer, std::uint32_t me) {
-  const std::size_t index = me < peer.rank ? me : me - 1;
-  const auto begin =
-      peer.addresses.begin() + static_cast<std::ptrdiff_t>(index * peer.address_size);
-  return std::vector<char>(begin, begin + static_cast<std::ptrdiff_t>(peer.address_size));
-}
-
-bool is_connect_timeout(const std::string& text) {
-  return text.find("Connect timeout") != std::string::npos ||
-         text.find("Timed out") != std::string::npos;
-}
-
 }  // namespace
+
+std::string membership_secret_key() { return "reduce-verify/membership-secret"; }
 
 std::string mesh_record_key(std::uint32_t rank) {
   return "reduce-verify/pairs/" + std::to_string(rank);
@@ -240,12 +188,10 @@ std::vector<char> encode_mesh_record(const MeshRecord& record) {
   std::ostringstream header;
   header << kRecordMagic << "\nrank " << record.rank << "\nworld " << record.world << "\nbound "
          << record.bound << "\nloopback " << (record.loopback ? 1 : 0) << "\nhost " << record.host
-         << "\nnetwork " << record.network << "\naddresses " << (record.world - 1) << " "
-         << record.address_size << "\n";
+         << "\nnetwork " << record.network << "\nlisten " << record.listen_ip << " "
+         << record.listen_port << "\n";
   const std::string text = header.str();
-  std::vector<char> bytes(text.begin(), text.end());
-  bytes.insert(bytes.end(), record.addresses.begin(), record.addresses.end());
-  return bytes;
+  return std::vector<char>(text.begin(), text.end());
 }
 
 std::string network_identity() {
@@ -260,40 +206,27 @@ std::string network_identity() {
 
 std::shared_ptr<::gloo::Context> connect_pair_mesh(
     ::gloo::rendezvous::Store& store, const StoreHasKey& has_key,
-    const std::shared_ptr<::gloo::transport::Device>& device, const GlooConnectOptions& options,
+    const std::shared_ptr<::gloo::transport::Device>& device, MemberListener& listener,
+    const membership::Secret* secret_of_rank0, const GlooConnectOptions& options,
     const std::string& label) {
   const Deadline deadline(options.timeout);
   const std::uint32_t me = options.rank, world = options.world;
   auto context = std::make_shared<MeshContext>(static_cast<int>(me), static_cast<int>(world));
   context->setTimeout(options.timeout);
 
-  std::shared_ptr<::gloo::transport::Context> pairs;
-  MeshRecord mine;
-  mine.rank = me;
-  mine.world = world;
-  mine.host = host_name();
-  mine.network = network_identity();
+  std::shared_ptr<MemberContext> pairs;
+  std::vector<MemberPair*> pair_of(world, nullptr);
   try {
-    pairs = device->createContext(static_cast<int>(me), static_cast<int>(world));
-    // A pair's timeout is fixed when it is created, and only its first connect uses it here
-    // (our transfers pass their own deadlines): divided by Gloo's factor, so a connect waits
-    // no longer than the deadline; the context's goes back to the full timeout afterwards.
-    const auto wait =
-        (deadline.remaining() + std::chrono::milliseconds(kGlooConnectWaitFactor - 1)) /
-        kGlooConnectWaitFactor;
-    pairs->setTimeout(std::max(wait, std::chrono::milliseconds(1)));
+    auto tcp = std::dynamic_pointer_cast<::gloo::transport::tcp::Device>(device);
+    if (!tcp) throw InternalError("not a Gloo TCP device");
+    pairs = std::make_shared<MemberContext>(tcp, static_cast<int>(me), static_cast<int>(world));
+    pairs->setTimeout(options.timeout);
     for (std::uint32_t peer = 0; peer < world; ++peer) {
       if (peer == me) continue;
-      auto& pair = pairs->createPair(static_cast<int>(peer));
-      const std::vector<char> address = pair->address().bytes();
-      if (mine.addresses.empty()) {
-        mine.address_size = address.size();
-        mine.bound = address_text(pair->address());
-        mine.loopback = is_loopback(pair->address());
-      }
-      mine.addresses.insert(mine.addresses.end(), address.begin(), address.end());
+      pair_of[peer] = static_cast<MemberPair*>(pairs->createPair(static_cast<int>(peer)).get());
     }
-    pairs->setTimeout(options.timeout);
+  } catch (const Error&) {
+    throw;
   } catch (...) {
     throw RuntimeFailure(label + ": cannot create the TCP pairs: " + current_exception_text());
   }
@@ -302,6 +235,15 @@ std::shared_ptr<::gloo::Context> connect_pair_mesh(
     return context;
   }
 
+  MeshRecord mine;
+  mine.rank = me;
+  mine.world = world;
+  mine.host = host_name();
+  mine.network = network_identity();
+  mine.bound = listener.address().text();
+  mine.loopback = listener.address().is_loopback();
+  mine.listen_ip = listener.address().ip();
+  mine.listen_port = std::to_string(listener.address().port());
   try {
     store.set(mesh_record_key(me), encode_mesh_record(mine));
   } catch (...) {
@@ -311,23 +253,53 @@ std::shared_ptr<::gloo::Context> connect_pair_mesh(
   const std::vector<MeshRecord> records = await_records(store, has_key, mine, deadline, label);
   refuse_loopback_across_places(records, label);
 
-  // Every pair connects at once, so an unreachable or silent peer costs the deadline once,
-  // not once per peer; each connect ends by the deadline (the pairs' timeout above).
-  std::vector<std::string> failures(world);
-  std::vector<std::thread> connecting;
-  for (std::uint32_t peer = 0; peer < world; ++peer) {
-    if (peer == me) continue;
-    ::gloo::transport::Pair* pair = pairs->getPair(static_cast<int>(peer)).get();
-    connecting.emplace_back(
-        [pair, address = address_for(records[peer], me), &failure = failures[peer]] {
-          try {
-            pair->connect(address);
-          } catch (...) {
-            failure = current_exception_text();
-          }
-        });
+  // Rank 0 set the secret before it arrived, so it is there for every rank that has seen
+  // rank 0's record.
+  membership::Secret secret{};
+  if (secret_of_rank0 != nullptr) {
+    secret = *secret_of_rank0;
+  } else {
+    try {
+      secret = membership::decode_secret(store.get(membership_secret_key()),
+                                         "of rank 0 (store key " + membership_secret_key() + ")");
+    } catch (const Error& e) {
+      throw RuntimeFailure(label + ": " + e.what());
+    } catch (...) {
+      throw RuntimeFailure(label +
+                           ": cannot read rank 0's membership secret: " + current_exception_text());
+    }
   }
-  for (std::thread& t : connecting) t.join();
+  listener.start(secret, me, world);
+
+  // Every lower rank is dialled at once while the listener takes the higher ranks, so an
+  // unreachable or silent peer costs the deadline once, not once per peer.
+  std::vector<std::string> failures(world);
+  std::vector<char> timed_out(world, 0);  // not vector<bool>: each dialling thread writes its own
+  std::vector<int> sockets(world, -1);
+  std::vector<std::thread> dialling;
+  for (std::uint32_t peer = 0; peer < me; ++peer) {
+    SocketAddress address;
+    parse_socket_address(records[peer].listen_ip, records[peer].listen_port, &address);
+    dialling.emplace_back([&, peer, address] {
+      try {
+        sockets[peer] = dial_member(address, me, peer, world, secret, deadline);
+      } catch (const DeadlineExceeded& e) {
+        timed_out[peer] = 1;
+        failures[peer] = e.what();
+      } catch (...) {
+        failures[peer] = current_exception_text();
+      }
+    });
+  }
+  const std::vector<int> accepted = listener.wait_for_members(deadline);
+  for (std::thread& t : dialling) t.join();
+  for (std::uint32_t peer = me + 1; peer < world; ++peer) {
+    sockets[peer] = accepted[peer];
+    if (sockets[peer] < 0) {
+      timed_out[peer] = 1;
+      failures[peer] = "no connection";
+    }
+  }
 
   std::ostringstream text;
   bool all_timeouts = true, any = false;
@@ -335,7 +307,7 @@ std::shared_ptr<::gloo::Context> connect_pair_mesh(
     if (failures[peer].empty()) continue;
     const std::string who = "rank " + std::to_string(peer) + " (at " + records[peer].bound + ")";
     text << (any ? "; " : "");
-    if (is_connect_timeout(failures[peer])) {
+    if (timed_out[peer]) {
       text << who << " did not connect within " << format_duration(options.timeout)
            << " (dead, frozen, or unreachable from here?)";
     } else {
@@ -346,9 +318,32 @@ std::shared_ptr<::gloo::Context> connect_pair_mesh(
     }
     any = true;
   }
+  if (listener.refused() > 0) {
+    // A stranger is never fatal, but never silent either.
+    std::fprintf(stderr,
+                 "reduce-verify: %s: refused %llu connection%s that did not prove membership "
+                 "in this job (the first %s)\n",
+                 label.c_str(), static_cast<unsigned long long>(listener.refused()),
+                 listener.refused() == 1 ? "" : "s", listener.first_refusal().c_str());
+  }
   if (any) {
+    for (int fd : sockets) {
+      if (fd >= 0) ::close(fd);
+    }
     if (all_timeouts) throw DeadlineExceeded(label + ": " + text.str());
     throw RuntimeFailure(label + ": " + text.str());
+  }
+  for (std::uint32_t peer = 0; peer < world; ++peer) {
+    if (peer == me) continue;
+    try {
+      pair_of[peer]->adopt(sockets[peer]);
+      sockets[peer] = -1;
+    } catch (...) {
+      for (int fd : sockets) {
+        if (fd >= 0) ::close(fd);
+      }
+      throw RuntimeFailure(label + ": " + current_exception_text());
+    }
   }
   context->adopt(device, std::move(pairs));
   return context;

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/transport/gloo/gloo_failure.h"
+#include "core/transport/gloo/member_pair.h"
 
 namespace rv {
 namespace gloo_detail {
@@ -95,7 +96,10 @@ bool PeerRound::wait(Posted& posted, std::uint32_t peer, bool receiving) {
     const bool done = receiving ? posted.buffer->waitRecv(nullptr, deadline_.remaining())
                                 : posted.buffer->waitSend(nullptr, deadline_.remaining());
     if (!done) {
-      record(peer, false, "Gloo aborted the wait");
+      const auto* pair =
+          dynamic_cast<const MemberPair*>(context_.getPair(static_cast<int>(peer)).get());
+      const std::string why = pair == nullptr ? std::string() : pair->refusal();
+      record(peer, false, why.empty() ? "Gloo aborted the wait" : why);
       return false;
     }
     if (posted.owned) retired_.push_back(std::move(posted.owned));
