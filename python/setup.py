@@ -3,7 +3,7 @@ was built too, the reduce-verify tool (python/build_clib.sh builds both, CPU-onl
 build-python/; a full build has them in build/capi/ and build/verify/). Both are copied into
 the package, so the installed package needs nothing from the source tree.
 Which library: $REDUCE_VERIFY_LIB, else ../build-python/capi/, else ../build/capi/.
-Which tool: $REDUCE_VERIFY_BIN, else verify/reduce-verify of the same build folder (left out,
+Which tool: $REDUCE_VERIFY_BIN, else <build>/verify/reduce-verify of the same build folder (left out,
 with a note, when absent). The readme is ../docs/pytorch.md (README.md links to it).
 Everything else is in pyproject.toml."""
 

@@ -43,7 +43,9 @@ def tracked_files(root):
     try:
         out = subprocess.run(["git", "-C", root, "ls-files"], capture_output=True, text=True,
                              check=True).stdout
-        files = [f for f in out.splitlines() if os.path.isfile(os.path.join(root, f))]
+        # A symlink (python/README.md, the wheel's readme) is checked where it points.
+        files = [f for f in out.splitlines() if os.path.isfile(os.path.join(root, f))
+                 and not os.path.islink(os.path.join(root, f))]
         if files:
             return files
     except (OSError, subprocess.CalledProcessError):
