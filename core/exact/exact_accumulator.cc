@@ -18,6 +18,10 @@ struct ExactAccumulator::Block {
   int bottom;             // kNoBottom until a nonzero finite value arrives
   int magnitude_bits;     // ≥ the bit length of every |digit|
   std::uint32_t covered;  // elements [0, covered) received at least one addend
+  // Its digits may be nonzero (an add or an import wrote them since the last clear), so
+  // clear zeroes them; an untouched block's are zero already, and the GPU accumulator's host
+  // copy, which takes over only the rare blocks the GPU cannot hold, clears in O(blocks).
+  bool touched = false;
   std::unique_ptr<exact::ExactSum[]> wide;
   // Per element: bit 0 +Inf or NaN seen, bit 1 −Inf or NaN seen, bit 2 a value other than −0.
   std::unique_ptr<unsigned char[]> flags;
@@ -209,8 +213,12 @@ ExactAccumulator::ExactAccumulator(ExactAccumulator&&) noexcept = default;
 ExactAccumulator& ExactAccumulator::operator=(ExactAccumulator&&) noexcept = default;
 
 void ExactAccumulator::clear() {
-  std::fill(digits_.begin(), digits_.end(), 0);
-  for (Block& b : blocks_) {
+  for (std::size_t index = 0; index < blocks_.size(); ++index) {
+    Block& b = blocks_[index];
+    if (b.touched) {
+      std::fill_n(digits_.data() + index * kBlock, block_elements(count_, index), 0);
+      b.touched = false;
+    }
     b.bottom = kNoBottom;
     b.magnitude_bits = 0;
     b.covered = 0;
@@ -259,6 +267,7 @@ void ExactAccumulator::add(const float* values, std::size_t offset, std::size_t 
     const float* x = values + done;
     std::int64_t* digits = digits_.data() + index * kBlock;
     Block& block = blocks_[index];
+    block.touched = true;
 
     const Scan scan = loop.scan(x, c);
     if (scan.special != 0 && !block.flags) {
@@ -317,6 +326,7 @@ void ExactAccumulator::import_block(std::size_t b, int bottom, int magnitude_bit
   block.bottom = bottom;
   block.magnitude_bits = magnitude_bits;
   block.covered = covered;
+  block.touched = true;
   std::memcpy(digits_.data() + b * kBlock, digits,
               block_elements(count_, b) * sizeof(std::int64_t));
 }
