@@ -205,7 +205,7 @@ HeaderDisagreement find_header_disagreement(const std::int64_t* agreed) {
 }
 
 ExactAccumulator::ExactAccumulator(std::size_t count)
-    : count_(count), digits_(count, 0), blocks_((count + kBlock - 1) / kBlock) {
+    : count_(count), blocks_((count + kBlock - 1) / kBlock) {
   clear();
 }
 ExactAccumulator::~ExactAccumulator() = default;
@@ -215,7 +215,7 @@ ExactAccumulator& ExactAccumulator::operator=(ExactAccumulator&&) noexcept = def
 void ExactAccumulator::clear() {
   for (std::size_t index = 0; index < blocks_.size(); ++index) {
     Block& b = blocks_[index];
-    if (b.touched) {
+    if (b.touched && !digits_.empty()) {
       std::fill_n(digits_.data() + index * kBlock, block_elements(count_, index), 0);
       b.touched = false;
     }
@@ -230,6 +230,11 @@ void ExactAccumulator::clear() {
 
 std::size_t ExactAccumulator::blocks() const { return blocks_.size(); }
 
+std::int64_t* ExactAccumulator::allocated_digits() {
+  if (digits_.empty() && count_ != 0) digits_.assign(count_, 0);
+  return digits_.data();
+}
+
 std::size_t ExactAccumulator::wide_blocks() const {
   return static_cast<std::size_t>(std::count_if(blocks_.begin(), blocks_.end(),
                                                 [](const Block& b) { return b.wide != nullptr; }));
@@ -239,7 +244,7 @@ std::size_t ExactAccumulator::flagged_blocks() const {
                                                 [](const Block& b) { return b.flags != nullptr; }));
 }
 std::size_t ExactAccumulator::bytes() const {
-  std::size_t total = count_ * sizeof(std::int64_t) + blocks_.size() * sizeof(Block);
+  std::size_t total = digits_.size() * sizeof(std::int64_t) + blocks_.size() * sizeof(Block);
   for (std::size_t b = 0; b < blocks_.size(); ++b) {
     const std::size_t n = block_elements(count_, b);
     if (blocks_[b].wide) total += n * sizeof(exact::ExactSum);
@@ -265,7 +270,7 @@ void ExactAccumulator::add(const float* values, std::size_t offset, std::size_t 
     const std::size_t c = std::min(kBlock, n - done);
     const std::size_t elements = block_elements(count_, index);
     const float* x = values + done;
-    std::int64_t* digits = digits_.data() + index * kBlock;
+    std::int64_t* digits = allocated_digits() + index * kBlock;
     Block& block = blocks_[index];
     block.touched = true;
 
@@ -327,7 +332,7 @@ void ExactAccumulator::import_block(std::size_t b, int bottom, int magnitude_bit
   block.magnitude_bits = magnitude_bits;
   block.covered = covered;
   block.touched = true;
-  std::memcpy(digits_.data() + b * kBlock, digits,
+  std::memcpy(allocated_digits() + b * kBlock, digits,
               block_elements(count_, b) * sizeof(std::int64_t));
 }
 
@@ -431,7 +436,9 @@ void ExactAccumulator::export_block(const AccumulatorPlan& plan, std::size_t b,
   const Block& block = blocks_[b];
   const std::size_t n = block_elements(count_, b);
   const int limbs = plan.limbs[b];
-  const std::int64_t* digits = digits_.data() + b * kBlock;
+  // Never touched on this rank (digits_ not yet allocated): zero digits.
+  static const std::vector<std::int64_t> untouched(kBlock, 0);
+  const std::int64_t* digits = digits_.empty() ? untouched.data() : digits_.data() + b * kBlock;
   if (limbs == 1 && !block.wide) {
     // The common case: the digit moved to the agreed bottom (no rank's bits lie below it,
     // and the window's width ≤ L bounds the result).

@@ -113,6 +113,10 @@ class ExactAccumulator {
   struct Block;
 
  private:
+  // The digits of every block, allocated at the first add or import: an accumulator that
+  // only ever takes over a few blocks (the GPU accumulator's host copy) holds none.
+  std::int64_t* allocated_digits();
+
   std::size_t count_;
   std::uint64_t micro_batches_ = 0;
   std::vector<std::int64_t> digits_;
