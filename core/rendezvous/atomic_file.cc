@@ -91,6 +91,10 @@ std::optional<std::string> read_small_file(const std::string& path) {
     if (errno == ENOENT) return std::nullopt;
     fail("open", path, errno);
   }
+  return read_to_end(fd, path);
+}
+
+std::string read_to_end(int fd, const std::string& path) {
   std::string contents;
   char buffer[4096];
   for (;;) {

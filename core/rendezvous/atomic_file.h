@@ -23,6 +23,10 @@ bool publish_file_exclusively(const std::string& path, const std::string& conten
 // The whole file, or nullopt when it does not exist. Throws RuntimeFailure on other errors.
 std::optional<std::string> read_small_file(const std::string& path);
 
+// Everything left to read from fd, an open file whose name is `path` (for the message); closes
+// fd whatever happens. Throws RuntimeFailure naming the path when a read fails.
+std::string read_to_end(int fd, const std::string& path);
+
 // Creates one directory; false when the name exists already. Throws RuntimeFailure on any
 // other error (a missing parent, no permission).
 bool make_directory_exclusively(const std::string& path);

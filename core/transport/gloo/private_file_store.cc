@@ -4,7 +4,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -12,6 +11,7 @@
 
 #include "core/deadline.h"
 #include "core/error.h"
+#include "core/rendezvous/atomic_file.h"
 #include "core/rendezvous/private_directory.h"
 
 namespace rv {
@@ -40,16 +40,6 @@ std::string file_name_of(const std::string& key) {
       detail::concat("gloo store: cannot ", what, " ", path, ": ", std::strerror(error)));
 }
 
-void write_all(int fd, const std::vector<char>& data, const std::string& path) {
-  std::size_t done = 0;
-  while (done < data.size()) {
-    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) fail("write", path, errno);
-    done += static_cast<std::size_t>(n);
-  }
-}
-
 // The file's contents if it exists and is this user's own; nullopt if it does not exist.
 std::optional<std::vector<char>> read_own_file(const std::string& path, const std::string& key) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
@@ -75,21 +65,8 @@ std::optional<std::vector<char>> read_own_file(const std::string& path, const st
         mode_text(static_cast<unsigned>(info.st_mode)), ", not to this job's user (uid ",
         ::geteuid(), ") alone: refused (forged by another user?)"));
   }
-  std::vector<char> data;
-  char buffer[4096];
-  for (;;) {
-    const ssize_t n = ::read(fd, buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int error = errno;
-      ::close(fd);
-      fail("read", path, error);
-    }
-    if (n == 0) break;
-    data.insert(data.end(), buffer, buffer + n);
-  }
-  ::close(fd);
-  return data;
+  const std::string contents = read_to_end(fd, path);
+  return std::vector<char>(contents.begin(), contents.end());
 }
 
 }  // namespace
@@ -103,35 +80,14 @@ std::string PrivateFileStore::path_of(const std::string& key) const {
 }
 
 void PrivateFileStore::set(const std::string& key, const std::vector<char>& data) {
-  static std::atomic<unsigned long> counter{0};
+  // A file of the job directory's own kind: 0600 whatever the umask, linked into place so a
+  // reader never sees it half written, and never replacing a key already set.
   const std::string path = path_of(key);
-  const std::string tmp = detail::concat(dir_, "/.tmp.", ::getpid(), ".", counter++);
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) fail("create", tmp, errno);
-  try {
-    // open(2)'s mode passes through the umask, which may take bits away but never adds
-    // any: fchmod makes it exactly 0600 either way.
-    if (::fchmod(fd, 0600) != 0) fail("set the mode of", tmp, errno);
-    write_all(fd, data, tmp);
-  } catch (...) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    throw;
-  }
-  if (::close(fd) != 0) {
-    const int error = errno;
-    ::unlink(tmp.c_str());
-    fail("write", tmp, error);
-  }
-  const int linked = ::link(tmp.c_str(), path.c_str());
-  const int error = errno;
-  ::unlink(tmp.c_str());
-  if (linked != 0 && error == EEXIST) {
+  if (!publish_file_exclusively(path, std::string(data.begin(), data.end()))) {
     throw RuntimeFailure(detail::concat("gloo store: the key '", key, "' is set already (", path,
                                         "): a stale or reused job directory, or two "
                                         "processes started as one rank?"));
   }
-  if (linked != 0) fail("link into place", path, error);
 }
 
 bool PrivateFileStore::has(const std::string& key) const {
