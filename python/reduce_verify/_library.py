@@ -40,20 +40,27 @@ _lock = threading.Lock()
 _library = None
 
 
-def library_path() -> pathlib.Path:
-    """Where the library will be loaded from (raises LibraryNotFound naming the places)."""
-    override = os.environ.get("REDUCE_VERIFY_LIB")
+def packaged_file(variable: str, folder: str, name: str, how_to_get_it: str) -> pathlib.Path:
+    """$variable if set (it must name a file), else the package's own folder/name; raises
+    LibraryNotFound naming both places and `how_to_get_it`."""
+    override = os.environ.get(variable)
     if override:
         path = pathlib.Path(override)
         if not path.is_file():
-            raise LibraryNotFound(f"REDUCE_VERIFY_LIB={override}: no such file")
+            raise LibraryNotFound(f"{variable}={override}: no such file")
         return path
-    packaged = pathlib.Path(__file__).resolve().parent / "_lib" / LIBRARY_NAME
+    packaged = pathlib.Path(__file__).resolve().parent / folder / name
     if packaged.is_file():
         return packaged
-    raise LibraryNotFound(
-        f"{LIBRARY_NAME} not found: not at $REDUCE_VERIFY_LIB (unset) nor at {packaged}. Build "
-        "it (./ci/build.sh builds build/capi/) and install the package with `pip install "
+    raise LibraryNotFound(f"{name} not found: not at ${variable} (unset) nor at {packaged}. "
+                          + how_to_get_it)
+
+
+def library_path() -> pathlib.Path:
+    """Where the library will be loaded from (raises LibraryNotFound naming the places)."""
+    return packaged_file(
+        "REDUCE_VERIFY_LIB", "_lib", LIBRARY_NAME,
+        "Build it (./ci/build.sh builds build/capi/) and install the package with `pip install "
         "--no-build-isolation ./python`, or point REDUCE_VERIFY_LIB at the built file.")
 
 

@@ -7,6 +7,7 @@ import pathlib
 import sys
 from typing import List, Optional
 
+from ._library import packaged_file
 from .errors import LibraryNotFound
 
 TOOL_NAME = "reduce-verify"
@@ -14,19 +15,10 @@ TOOL_NAME = "reduce-verify"
 
 def tool_path() -> pathlib.Path:
     """The reduce-verify binary: $REDUCE_VERIFY if set, else the package's own copy."""
-    override = os.environ.get("REDUCE_VERIFY")
-    if override:
-        path = pathlib.Path(override)
-        if not path.is_file():
-            raise LibraryNotFound(f"REDUCE_VERIFY={override}: no such file")
-        return path
-    packaged = pathlib.Path(__file__).resolve().parent / "_bin" / TOOL_NAME
-    if packaged.is_file():
-        return packaged
-    raise LibraryNotFound(
-        f"{TOOL_NAME} not found: not at $REDUCE_VERIFY (unset) nor at {packaged}. The wheel "
-        "carries the tool when it was built next to the library (python/build_clib.sh builds "
-        "both); or point REDUCE_VERIFY at a built build/verify/reduce-verify.")
+    return packaged_file(
+        "REDUCE_VERIFY", "_bin", TOOL_NAME,
+        "The wheel carries the tool when it was built next to the library (python/build_clib.sh "
+        "builds both); or point REDUCE_VERIFY at a built build/verify/reduce-verify.")
 
 
 def main(argv: Optional[List[str]] = None) -> None:

@@ -29,21 +29,13 @@ import torch.distributed as dist
 
 import reduce_verify
 from reduce_verify.ddp import HookState, exact_hook, fixed_order_hook
+from reduce_verify.example import ToyModel  # the DDP tutorial's model
 
 HOOKS = {"fixed-order": fixed_order_hook, "exact": exact_hook}
 STEPS = 5
 _alive = []  # the model, its optimiser: alive until the interpreter's finalisation
 
 
-class ToyModel(torch.nn.Module):  # the tutorial's
-    def __init__(self):
-        super().__init__()
-        self.net1 = torch.nn.Linear(10, 10)
-        self.relu = torch.nn.ReLU()
-        self.net2 = torch.nn.Linear(10, 5)
-
-    def forward(self, x):
-        return self.net2(self.relu(self.net1(x)))
 
 
 def rank_main(rank, world, store, hook, teardown):
