@@ -1,8 +1,8 @@
 // The C ABI's exact gradient accumulator on a GPU (rv_accumulator_create with device ≥ 0):
 // core/cuda/cuda_accumulator.h behind the handle's interface.
-#include "core/cuda/cuda_accumulator.h"
 #include "capi/accumulator_handle.h"
 #include "capi/last_error.h"
+#include "core/cuda/cuda_accumulator.h"
 
 namespace rv::capi {
 namespace {

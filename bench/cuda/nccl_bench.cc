@@ -30,11 +30,11 @@
 #include "core/arena.h"
 #include "core/cuda/cuda_fold_device.h"
 #include "core/cuda/device_info.h"
-#include "core/transport/nccl/nccl_transport.h"
 #include "core/error.h"
+#include "core/reducer/fixed_order_reducer.h"
 #include "core/rendezvous/job_directory.h"
 #include "core/rendezvous/launcher_env.h"
-#include "core/reducer/fixed_order_reducer.h"
+#include "core/transport/nccl/nccl_transport.h"
 
 namespace rv {
 namespace {

@@ -13,8 +13,8 @@
 
 #include "core/reducer/exact_reducer.h"
 #include "core/reducer/fixed_order_reducer.h"
-#include "core/transport/transport.h"
 #include "core/transport/in_process/rank_threads.h"
+#include "core/transport/transport.h"
 
 namespace gloo {
 class Context;

@@ -14,8 +14,8 @@
 #include <utility>
 
 #include "core/error.h"
-#include "core/rendezvous/launcher_env.h"
 #include "core/launch/signal_pipe.h"
+#include "core/rendezvous/launcher_env.h"
 
 extern char** environ;
 

@@ -4,11 +4,11 @@
 #include <utility>
 
 #include "core/error.h"
-#include "core/rendezvous/file_barrier.h"
 #include "core/reducer/agreement.h"
 #include "core/reducer/exact_reducer.h"
 #include "core/reducer/fixed_order_reducer.h"
 #include "core/reducer/library_sum_reducer.h"
+#include "core/rendezvous/file_barrier.h"
 
 namespace rv {
 

@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "core/contract.h"
-#include "core/rendezvous/job_directory.h"
-#include "core/rendezvous/launcher_env.h"
 #include "core/reducer/exact_device.h"
 #include "core/reducer/fold_device.h"
+#include "core/rendezvous/job_directory.h"
+#include "core/rendezvous/launcher_env.h"
 #include "core/seed_law.h"
 #include "core/transport/transport.h"
 

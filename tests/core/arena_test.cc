@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "core/digest/digest.h"
 #include "core/error.h"
 #include "core/fold_law.h"
-#include "core/digest/digest.h"
 
 namespace rv {
 namespace {

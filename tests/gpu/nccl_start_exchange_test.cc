@@ -17,8 +17,8 @@
 
 #include "core/cuda/cuda_fold_device.h"
 #include "core/cuda/device_buffer.h"
-#include "core/transport/nccl/nccl_transport.h"
 #include "core/error.h"
+#include "core/transport/nccl/nccl_transport.h"
 #include "tests/gpu/gpu_test_support.h"
 #include "tests/support/scratch_dir.h"
 

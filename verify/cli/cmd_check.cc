@@ -4,13 +4,13 @@
 #include <iostream>
 #include <memory>
 
+#include "core/digest/digest.h"
 #include "core/error.h"
 #include "core/fp_environment.h"
 #include "verify/cli/commands.h"
 #include "verify/cli/parallel.h"
 #include "verify/common/exit_codes.h"
 #include "verify/common/progress.h"
-#include "core/digest/digest.h"
 #include "verify/golden/golden_file.h"
 
 namespace rv {

@@ -5,9 +5,9 @@
 #include <fstream>
 #include <thread>
 
-#include "core/fp_environment.h"
 #include "core/build_info/build_info.h"
 #include "core/digest/digest.h"
+#include "core/fp_environment.h"
 
 namespace rv {
 

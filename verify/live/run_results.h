@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/case_id.h"
-#include "verify/golden/accuracy.h"
 #include "core/digest/digest.h"
+#include "verify/golden/accuracy.h"
 
 namespace rv {
 

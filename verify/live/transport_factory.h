@@ -7,10 +7,10 @@
 #include <memory>
 #include <string>
 
-#include "core/rendezvous/job_directory.h"
-#include "core/rendezvous/launcher_env.h"
 #include "core/reducer/exact_device.h"
 #include "core/reducer/fold_device.h"
+#include "core/rendezvous/job_directory.h"
+#include "core/rendezvous/launcher_env.h"
 #include "core/transport/transport.h"
 #include "verify/live/run_selection.h"
 

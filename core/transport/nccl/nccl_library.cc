@@ -7,8 +7,8 @@
 #include <memory>
 #include <mutex>
 
-#include "core/transport/nccl/nccl_api.h"
 #include "core/error.h"
+#include "core/transport/nccl/nccl_api.h"
 
 namespace rv {
 namespace {

@@ -11,11 +11,11 @@
 #include <utility>
 
 #include "core/cuda/cuda_check.h"
+#include "core/deadline.h"
+#include "core/error.h"
 #include "core/transport/nccl/nccl_api.h"
 #include "core/transport/nccl/nccl_transport_detail.h"
 #include "core/transport/nccl/nccl_unique_id.h"
-#include "core/deadline.h"
-#include "core/error.h"
 
 namespace rv {
 namespace nccl_detail {

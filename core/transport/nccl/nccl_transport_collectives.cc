@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "core/cuda/cuda_check.h"
-#include "core/transport/nccl/nccl_api.h"
-#include "core/transport/nccl/nccl_transport_detail.h"
 #include "core/deadline.h"
 #include "core/error.h"
+#include "core/transport/nccl/nccl_api.h"
+#include "core/transport/nccl/nccl_transport_detail.h"
 
 namespace rv::nccl_detail {
 

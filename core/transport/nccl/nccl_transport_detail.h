@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "core/cuda/cuda_check.h"
+#include "core/deadline.h"
 #include "core/transport/nccl/nccl_api.h"
 #include "core/transport/nccl/nccl_library.h"
 #include "core/transport/nccl/nccl_transport.h"
-#include "core/deadline.h"
 #include "core/transport/transport.h"
 
 namespace rv::nccl_detail {

@@ -14,9 +14,9 @@
 #include <string>
 
 #include "core/cuda/cuda_check.h"
-#include "core/transport/nccl/nccl_transport_detail.h"
 #include "core/deadline.h"
 #include "core/error.h"
+#include "core/transport/nccl/nccl_transport_detail.h"
 
 namespace rv::nccl_detail {
 namespace {
