@@ -203,6 +203,23 @@ TEST(ExactAccumulator, ClearStartsAgain) {
             "");
 }
 
+// After a clear, a block first added over a prefix and then over all of it: the elements past
+// the prefix must start from zero again, not from what the cleared sums held (normal data, so
+// no flags and no wide block hide the digits).
+TEST(ExactAccumulator, ClearForgetsTheDigitsPastALaterPrefix) {
+  const Arenas addends = make_arenas(3, 2048, Distribution::kNormal, 5);
+  ExactAccumulator acc(2048);
+  acc.add(addends[0].data(), 0, 2048);
+  acc.clear();
+  acc.add(addends[1].data(), 0, 100);
+  acc.add(addends[2].data(), 0, 2048);
+  std::vector<float> first(addends[1].begin(), addends[1].begin() + 100);
+  first.resize(2048, 0.0f);
+  EXPECT_EQ(first_difference(reduce_in_process({&acc}, Op::kSum, 0),
+                             reference_exact({first, addends[2]}, Op::kSum)),
+            "");
+}
+
 TEST(ExactAccumulator, EntryChecksNameTheCause) {
   ExactAccumulator acc(3000);
   std::vector<float> x(3000, 1.0f);
