@@ -1,5 +1,6 @@
 #include "core/arena.h"
 
+#include "core/arena_law_half.h"
 #include "core/error.h"
 
 namespace rv {
@@ -46,6 +47,12 @@ void generate_arena_slice(const ArenaSpec& spec, std::uint32_t rank, std::uint64
                      " (this build knows generator 1)");
   }
   const ArenaKeys keys = arena_keys(spec.seed, spec.dist, rank);
+  if (spec.dtype != DType::kF32) {
+    for (std::size_t j = 0; j < count; ++j) {
+      out[j] = arena_value_half_v1(spec.dtype, keys, spec.dist, rank, begin + j);
+    }
+    return;
+  }
   // One instantiation per distribution keeps the switch out of the element loop.
   switch (spec.dist) {
     case Distribution::kNormal:

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/arena_law.h"
+#include "core/dtype.h"
 
 namespace rv {
 
@@ -26,6 +27,9 @@ struct ArenaSpec {
   std::uint32_t gen = kLatestGenerator;
   Distribution dist = Distribution::kNormal;
   std::uint64_t seed = 0;
+  // bf16 and f16 arenas follow core/arena_law_half.h; their values are held as their exact
+  // binary32 widening, so every float array below may carry any dtype.
+  DType dtype = DType::kF32;
 };
 
 // Writes elements [begin, begin + count) of `rank`'s arena to out.

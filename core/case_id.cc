@@ -9,7 +9,7 @@ namespace rv {
 
 bool CaseId::operator==(const CaseId& o) const {
   return contract == o.contract && op == o.op && world == o.world && count == o.count &&
-         dist == o.dist && seed == o.seed && gen == o.gen;
+         dist == o.dist && seed == o.seed && gen == o.gen && dtype == o.dtype;
 }
 
 std::string format_case_id(const CaseId& id) {
@@ -19,6 +19,10 @@ std::string format_case_id(const CaseId& id) {
   text += to_string(id.contract);
   text += ",op=";
   text += to_string(id.op);
+  if (id.dtype != DType::kF32) {  // absent means f32, so every binary32 id keeps its text
+    text += ",dtype=";
+    text += to_string(id.dtype);
+  }
   text += ",w=" + std::to_string(id.world);
   text += ",n=" + std::to_string(id.count);
   text += ",dist=";
@@ -30,8 +34,9 @@ std::string format_case_id(const CaseId& id) {
 
 namespace {
 
-constexpr std::array<std::string_view, 7> kKeys = {"contract", "op",   "w",  "n",
-                                                   "dist",     "seed", "gen"};
+// dtype is the one optional key: absent for f32.
+constexpr std::array<std::string_view, 8> kKeys = {"contract", "op",   "dtype", "w",
+                                                   "n",        "dist", "seed",  "gen"};
 
 std::string quoted(std::string_view text) {
   constexpr std::size_t kShown = 40;
@@ -99,6 +104,7 @@ CaseId parse_case_id(std::string_view text) {
     const std::size_t comma = rest.find(',');
     const std::string_view pair = rest.substr(0, comma);
     const std::size_t equals = pair.find('=');
+    if (key == "dtype" && pair.substr(0, equals) != key) continue;  // absent: f32
     if (equals == std::string_view::npos || pair.substr(0, equals) != key) {
       throw InputError("case id: expected field " + std::to_string(field + 1) + " to be '" +
                        std::string(key) + "=…', found " + quoted(pair) + " in " + quoted(text));
@@ -115,6 +121,14 @@ CaseId parse_case_id(std::string_view text) {
       const auto op = parse_op(value);
       if (!op) throw InputError("case id: op " + quoted(value) + " is not sum or mean");
       id.op = *op;
+    } else if (key == "dtype") {
+      const auto dtype = parse_dtype(value);
+      if (!dtype || *dtype == DType::kF32) {
+        throw InputError("case id: dtype " + quoted(value) +
+                         (dtype ? " is written by leaving dtype out (the canonical id of f32)"
+                                : " is not bf16 or f16 (f32: leave dtype out)"));
+      }
+      id.dtype = *dtype;
     } else if (key == "w") {
       id.world = static_cast<std::uint32_t>(parse_decimal(key, value, kMaxWorld));
     } else if (key == "n") {

@@ -1,6 +1,8 @@
 // Case ids (docs/DESIGN.md §3): canonical, self-describing, parseable back. Comma-separated
-// key=value pairs in the fixed order contract,op,w,n,dist,seed,gen, e.g.
+// key=value pairs in the fixed order contract,op,[dtype,]w,n,dist,seed,gen, e.g.
 //   contract=fixed-order,op=mean,w=4,n=1000003,dist=wide,seed=7,gen=1
+//   contract=exact,op=sum,dtype=bf16,w=8,n=4099,dist=special,seed=1,gen=1
+// dtype is absent for f32 (so every binary32 id predates it and keeps its text).
 #pragma once
 
 #include <cstdint>
@@ -26,8 +28,9 @@ struct CaseId {
   Distribution dist = Distribution::kNormal;
   std::uint64_t seed = 0;
   std::uint32_t gen = kLatestGenerator;
+  DType dtype = DType::kF32;
 
-  ArenaSpec arena() const { return ArenaSpec{gen, dist, seed}; }
+  ArenaSpec arena() const { return ArenaSpec{gen, dist, seed, dtype}; }
   bool operator==(const CaseId& other) const;
   bool operator!=(const CaseId& other) const { return !(*this == other); }
 };

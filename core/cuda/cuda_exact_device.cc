@@ -1,9 +1,11 @@
 #include "core/cuda/cuda_exact_device.h"
 
 #include <cstring>
+#include <string>
 
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/exact_kernel.h"
+#include "core/error.h"
 
 namespace rv {
 namespace {
@@ -88,8 +90,13 @@ void CudaExactDevice::encode(const float* values, const ExactPlan& plan, std::in
   launch_exact_encode(values, view_of(plan, device_slots(plan)), words, stream_);
 }
 
-void CudaExactDevice::round(const std::int64_t* sums, const ExactPlan& plan, Op op, float* out) {
+void CudaExactDevice::round(const std::int64_t* sums, const ExactPlan& plan, Op op, float* out,
+                            DType dtype) {
   if (plan.count == 0) return;
+  if (dtype != DType::kF32) {
+    throw InputError(std::string(name()) + ": the exact round kernel rounds to f32 only, not " +
+                     std::string(to_string(dtype)));
+  }
   const cuda_detail::ScopedDevice scope(device_);
   launch_exact_round(sums, view_of(plan, device_slots(plan)), op, out, stream_);
 }

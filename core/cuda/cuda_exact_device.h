@@ -32,7 +32,8 @@ class CudaExactDevice final : public ExactDevice {
   // encode and round upload the plan's block slots (16 bytes per 1024 elements) on the
   // stream when they differ from the last plan uploaded: a round after its encode reuses it.
   void encode(const float* values, const ExactPlan& plan, std::int64_t* words) override;
-  void round(const std::int64_t* sums, const ExactPlan& plan, Op op, float* out) override;
+  void round(const std::int64_t* sums, const ExactPlan& plan, Op op, float* out,
+             DType dtype) override;
   void synchronize() override;
 
   int device() const { return device_; }

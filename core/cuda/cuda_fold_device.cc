@@ -1,6 +1,7 @@
 #include "core/cuda/cuda_fold_device.h"
 
 #include "core/cuda/cuda_check.h"
+#include "core/cuda/dtype_kernel.h"
 #include "core/cuda/finish_kernel.h"
 #include "core/cuda/fold_kernel.h"
 
@@ -56,6 +57,21 @@ void CudaFoldDevice::fold_stacked(const float* stacked, std::uint32_t world,
                                   std::size_t slot_stride, std::size_t n, Op op, float* out) {
   const cuda_detail::ScopedDevice scope(device_);
   launch_fold_stacked(stacked, world, slot_stride, n, op, out, stream_);
+}
+
+void CudaFoldDevice::round_to_dtype(float* values, std::size_t n, DType dtype) {
+  const cuda_detail::ScopedDevice scope(device_);
+  launch_round_to_dtype(values, n, dtype, stream_);
+}
+
+void CudaFoldDevice::narrow(const float* values, std::size_t n, DType dtype, void* out) {
+  const cuda_detail::ScopedDevice scope(device_);
+  launch_narrow(values, n, dtype, out, stream_);
+}
+
+void CudaFoldDevice::widen(const void* values, std::size_t n, DType dtype, float* out) {
+  const cuda_detail::ScopedDevice scope(device_);
+  launch_widen(values, n, dtype, out, stream_);
 }
 
 void CudaFoldDevice::finish_library_sum(float* values, std::size_t n, std::uint32_t world, Op op) {

@@ -28,6 +28,9 @@ class CudaFoldDevice final : public FoldDevice {
   void fold_stacked(const float* stacked, std::uint32_t world, std::size_t slot_stride,
                     std::size_t n, Op op, float* out) override;
   void finish_library_sum(float* values, std::size_t n, std::uint32_t world, Op op) override;
+  void round_to_dtype(float* values, std::size_t n, DType dtype) override;
+  void narrow(const float* values, std::size_t n, DType dtype, void* out) override;
+  void widen(const void* values, std::size_t n, DType dtype, float* out) override;
   void synchronize() override;
   // Synchronous host copies (they wait for the work enqueued before them).
   void upload(void* dst, const void* host_src, std::size_t bytes) override;

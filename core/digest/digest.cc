@@ -3,6 +3,7 @@
 #define XXH_INLINE_ALL  // header-only: the binary needs no libxxhash at run time
 #include <xxhash.h>
 
+#include "core/dtype_arrays.h"
 #include "core/error.h"
 #include "core/oracle/case_reduction.h"
 
@@ -83,10 +84,26 @@ Digest digest_floats(const float* values, std::size_t count) {
   return digest_bytes(values, count * sizeof(float));
 }
 
+void DigestStream::update_values(const float* values, std::size_t count, DType dtype) {
+  if (dtype == DType::kF32) {
+    update_floats(values, count);
+    return;
+  }
+  const std::vector<unsigned char> bytes = dtype_bytes_of(values, count, dtype);
+  update(bytes.data(), bytes.size());
+}
+
+Digest digest_values(const float* values, std::size_t count, DType dtype) {
+  DigestStream stream;
+  stream.update_values(values, count, dtype);
+  return stream.finish();
+}
+
 Digest digest_case(const CaseId& id) {
   DigestStream stream;
-  stream_reference_reduction(
-      id, [&](const float* values, std::size_t count) { stream.update_floats(values, count); });
+  stream_reference_reduction(id, [&](const float* values, std::size_t count) {
+    stream.update_values(values, count, id.dtype);
+  });
   return stream.finish();
 }
 

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 
+#include "core/dtype_law.h"
 #include "core/fold_law.h"
 #include "core/host_device.h"
 
@@ -192,24 +193,34 @@ struct BigMagnitude {
 };
 
 // RNE of value = M × 2^(exponent − 149) (plus a nonzero fraction below M's last bit when
-// sticky) to binary32 with subnormals; the sign is applied by the caller. M ≠ 0.
-template <int Words>
+// sticky) to the format F (binary32 unless named; docs/DESIGN.md §2.5) with subnormals; the
+// sign is applied by the caller. M ≠ 0. Returns F's bits.
+template <class F = Binary32Format, int Words>
 RV_HD std::uint32_t round_magnitude(const BigMagnitude<Words>& m, int exponent, bool sticky) {
+  constexpr int p = F::kPrecision;
   int top_word = Words - 1;
   while (m.word[top_word] == 0) --top_word;
   const int h = top_word * 64 + 63 - count_leading_zeros64(m.word[top_word]);
-  // The lowest kept bit, in units of 2^-149: 24 significant bits, but never below 2^-149.
-  int lsb = h + exponent - 23;
-  if (lsb < 0) lsb = 0;
+  // The lowest kept bit, in units of 2^-149: p significant bits, but never below F's
+  // smallest subnormal.
+  int lsb = h + exponent - (p - 1);
+  if (lsb < F::kLsbMin) lsb = F::kLsbMin;
   const int drop = lsb - exponent;  // low bits of M below the kept ones
   std::uint64_t kept;
   if (drop <= 0) {
-    kept = m.word[0] << (-drop);  // exact: h < 24 here, so M fits one word
+    kept = m.word[0] << (-drop);  // exact: h < p here, so M fits one word
+  } else if (drop > h) {
+    // Every bit of M lies below the kept place (a value under F's smallest subnormal; binary32
+    // meets it only in a mean): the round bit is M's top bit when it sits right below.
+    bool below = sticky;
+    for (int i = 0; i < top_word && !below; ++i) below = m.word[i] != 0;
+    if (!below) below = (m.word[top_word] & ~(std::uint64_t{1} << (h % 64))) != 0;
+    kept = (drop == h + 1 && below) ? 1u : 0u;
   } else {
     const int w = drop / 64, b = drop % 64;
     kept = m.word[w] >> b;
     if (b != 0 && w + 1 < Words) kept |= m.word[w + 1] << (64 - b);
-    kept &= (std::uint64_t{1} << 25) - 1;  // at most 24 bits are kept (h − drop ≤ 23)
+    kept &= (std::uint64_t{1} << (p + 1)) - 1;  // at most p bits are kept (h − drop ≤ p − 1)
     const int round_pos = drop - 1;
     const bool round_bit = (m.word[round_pos / 64] >> (round_pos % 64)) & 1u;
     bool below = sticky;
@@ -218,15 +229,17 @@ RV_HD std::uint32_t round_magnitude(const BigMagnitude<Words>& m, int exponent, 
       below = (m.word[round_pos / 64] & ((std::uint64_t{1} << (round_pos % 64)) - 1)) != 0;
     }
     if (round_bit && (below || (kept & 1u))) ++kept;
-    if (kept == (std::uint64_t{1} << 24)) {
+    if (kept == (std::uint64_t{1} << p)) {
       kept >>= 1;
       ++lsb;
     }
   }
-  if (kept < (std::uint64_t{1} << 23)) return static_cast<std::uint32_t>(kept);  // subnormal
-  const int biased = lsb + 1;  // value = kept × 2^(lsb − 149), kept in [2^23, 2^24)
-  if (biased >= 255) return 0x7F800000u;
-  return (static_cast<std::uint32_t>(biased) << 23) | static_cast<std::uint32_t>(kept & 0x7FFFFFu);
+  if (kept < (std::uint64_t{1} << (p - 1))) return static_cast<std::uint32_t>(kept);  // subnormal
+  // value = kept × 2^(lsb − 149), kept in [2^(p−1), 2^p)
+  const int biased = lsb - F::kLsbMin + 1;
+  if (biased >= F::kMaxBiased) return F::kInfBits;
+  return (static_cast<std::uint32_t>(biased) << (p - 1)) |
+         static_cast<std::uint32_t>(kept & ((std::uint64_t{1} << (p - 1)) - 1));
 }
 
 // RNE of (M / W) × 2^(exponent − 149), M ≠ 0, W < 2^21: the mean, rounded once. T = M's top
@@ -235,8 +248,8 @@ RV_HD std::uint32_t round_magnitude(const BigMagnitude<Words>& m, int exponent, 
 // and the fraction is zero exactly when T mod W = 0 and f = 0. q ≥ 2^63 / 2^21 has at least
 // 43 bits, more than the 24 kept plus the round bit, so RNE of (q, sticky = fraction ≠ 0)
 // is RNE of the true quotient. (A quotient that small lies far above the subnormal range, so
-// round_magnitude always drops bits of q and sees the sticky bit.)
-template <int Words>
+// round_magnitude always drops bits of q and sees the sticky bit; F's precision is at most 24.)
+template <class F = Binary32Format, int Words>
 RV_HD std::uint32_t round_mean(const BigMagnitude<Words>& m, int exponent, std::uint32_t world) {
   int top_word = Words - 1;
   while (m.word[top_word] == 0) --top_word;
@@ -254,7 +267,7 @@ RV_HD std::uint32_t round_mean(const BigMagnitude<Words>& m, int exponent, std::
     if (!below && b != 0) below = (m.word[w] & ((std::uint64_t{1} << b) - 1)) != 0;
   }
   const BigMagnitude<1> q{{top / world}};
-  return round_magnitude(q, exponent + t, below || top % world != 0);
+  return round_magnitude<F>(q, exponent + t, below || top % world != 0);
 }
 
 // A signed big integer in two's complement, kSumWords words: the limb sums recombined.
@@ -285,16 +298,18 @@ RV_HD void add_shifted(ExactSum& s, std::int64_t digit, int shift) {
 }
 
 // The result bits from the recombined limbs (or the one-limb sum), the window's bottom, W, op
-// and, in a special block, the summed special word (0 and has_special = false otherwise).
+// and, in a special block, the summed special word (0 and has_special = false otherwise), as
+// the bits of the format F (binary32 unless named).
+template <class F = Binary32Format>
 RV_HD std::uint32_t round_exact_sum(const ExactSum& s, int bottom, std::uint32_t world, bool mean,
                                     bool has_special, std::int64_t special) {
   if (has_special) {
     const std::int64_t field = (std::int64_t{1} << kSpecialFieldBits) - 1;
     const bool pos_inf = (special & field) != 0;
     const bool neg_inf = ((special >> kSpecialFieldBits) & field) != 0;
-    if (pos_inf && neg_inf) return kCanonicalNanBits;
-    if (pos_inf) return 0x7F800000u;
-    if (neg_inf) return 0xFF800000u;
+    if (pos_inf && neg_inf) return F::kNanBits;
+    if (pos_inf) return F::kInfBits;
+    if (neg_inf) return F::kSignBit | F::kInfBits;
   }
   const bool negative = (s.word[kSumWords - 1] >> 63) != 0;
   BigMagnitude<kSumWords> m{};
@@ -313,22 +328,24 @@ RV_HD std::uint32_t round_exact_sum(const ExactSum& s, int bottom, std::uint32_t
     // An exact zero is +0 unless every addend was −0 (no addend counted as "not −0").
     const bool all_negative_zero =
         has_special && ((special >> (2 * kSpecialFieldBits)) & ((1 << kSpecialFieldBits) - 1)) == 0;
-    return all_negative_zero ? 0x80000000u : 0u;
+    return all_negative_zero ? F::kSignBit : 0u;
   }
-  const std::uint32_t sign = negative ? 0x80000000u : 0u;
-  return sign | (mean ? round_mean(m, bottom, world) : round_magnitude(m, bottom, false));
+  const std::uint32_t sign = negative ? F::kSignBit : 0u;
+  return sign | (mean ? round_mean<F>(m, bottom, world) : round_magnitude<F>(m, bottom, false));
 }
 
 // The common case, a one-limb window: S is the digit sum D itself (|D| < 2^63).
+template <class F = Binary32Format>
 RV_HD std::uint32_t round_one_limb(std::int64_t d, int bottom, std::uint32_t world, bool mean) {
   if (d == 0) return 0u;
-  const std::uint32_t sign = d < 0 ? 0x80000000u : 0u;
+  const std::uint32_t sign = d < 0 ? F::kSignBit : 0u;
   const BigMagnitude<1> m{{d < 0 ? 0 - static_cast<std::uint64_t>(d) : static_cast<std::uint64_t>(d)}};
-  return sign | (mean ? round_mean(m, bottom, world) : round_magnitude(m, bottom, false));
+  return sign | (mean ? round_mean<F>(m, bottom, world) : round_magnitude<F>(m, bottom, false));
 }
 
 // A two-limb window without specials: S = D0 + D1 × 2^L in 128-bit two's complement
 // (|S| < 2^63 + 2^125, so it fits).
+template <class F = Binary32Format>
 RV_HD std::uint32_t round_two_limbs(std::int64_t d0, std::int64_t d1, int limb_width, int bottom,
                                     std::uint32_t world, bool mean) {
   const std::uint64_t lo0 = static_cast<std::uint64_t>(d0);
@@ -343,9 +360,9 @@ RV_HD std::uint32_t round_two_limbs(std::int64_t d0, std::int64_t d1, int limb_w
     hi = ~hi + (lo == 0 ? 1u : 0u);
   }
   if (lo == 0 && hi == 0) return 0u;
-  const std::uint32_t sign = negative ? 0x80000000u : 0u;
+  const std::uint32_t sign = negative ? F::kSignBit : 0u;
   const BigMagnitude<2> m{{lo, hi}};
-  return sign | (mean ? round_mean(m, bottom, world) : round_magnitude(m, bottom, false));
+  return sign | (mean ? round_mean<F>(m, bottom, world) : round_magnitude<F>(m, bottom, false));
 }
 
 }  // namespace exact

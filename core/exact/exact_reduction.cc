@@ -11,7 +11,7 @@
 namespace rv {
 
 void exact_reduce_stacked(const float* stacked, std::uint32_t world, std::size_t slot_stride,
-                          std::size_t n, Op op, float* out) {
+                          std::size_t n, Op op, float* out, DType dtype) {
   check_stacked_table("exact_reduce_stacked", world, slot_stride, n);
   // In chunks of whole window blocks: a block's window depends on that block's values alone,
   // so a chunk's plan is the whole arena's restricted to the chunk, and its digits (at most
@@ -40,7 +40,7 @@ void exact_reduce_stacked(const float* stacked, std::uint32_t world, std::size_t
       if (r == 0) continue;
       for (std::size_t i = 0; i < plan.words; ++i) sums[i] += digits[i];
     }
-    exact_round(sums.data(), plan, op, out + begin);
+    exact_round(sums.data(), plan, op, out + begin, dtype);
   }
 }
 

@@ -359,7 +359,12 @@ void exact_encode(const float* values, const ExactPlan& plan, std::int64_t* word
   detail::exact_encode(values, plan, words, fastest_isa());
 }
 
-void exact_round(const std::int64_t* sums, const ExactPlan& plan, Op op, float* out) {
+void exact_round(const std::int64_t* sums, const ExactPlan& plan, Op op, float* out,
+                 DType dtype) {
+  if (dtype != DType::kF32) {
+    detail::exact_round_by_law(sums, plan, op, out, dtype);
+    return;
+  }
   detail::exact_round(sums, plan, op, out, fastest_isa());
 }
 

@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "core/contract.h"
+#include "core/dtype.h"
 #include "core/exact/exact_plan.h"
 
 namespace rv {
@@ -27,8 +28,11 @@ void merge_agreement_words(std::int64_t* into, const std::int64_t* other, std::s
 // The plan.words int64 digits (and special words) of plan.count values.
 void exact_encode(const float* values, const ExactPlan& plan, std::int64_t* words);
 
-// The results from the summed words: plan.count floats.
-void exact_round(const std::int64_t* sums, const ExactPlan& plan, Op op, float* out);
+// The results from the summed words: plan.count floats, each the value of `dtype` nearest
+// the exact sum (or mean) as its binary32 widening (docs/DESIGN.md §2.5; bf16 and f16 take
+// the law's own path, element by element).
+void exact_round(const std::int64_t* sums, const ExactPlan& plan, Op op, float* out,
+                 DType dtype = DType::kF32);
 
 namespace detail {
 // Whether this thread's floating-point state is IEEE's default (round-to-nearest-even,

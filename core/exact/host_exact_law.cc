@@ -55,19 +55,24 @@ void exact_encode_by_law(const float* values, const ExactPlan& plan, std::int64_
   }
 }
 
-void round_block_by_law(const std::int64_t* in, std::size_t count, const ExactBlockSlot& slot,
-                        int limb_bits, std::uint32_t world, bool mean, float* y) {
+namespace {
+
+// The results as F's bits, written to y as their binary32 widening (the identity for f32).
+template <class F>
+void round_block_in(const std::int64_t* in, std::size_t count, const ExactBlockSlot& slot,
+                    int limb_bits, std::uint32_t world, bool mean, float* y) {
+  const auto widened = [](std::uint32_t bits) { return widen_format<F>(bits); };
   if (slot.limbs <= 1 && !slot.special) {
     for (std::size_t i = 0; i < count; ++i) {
       const std::int64_t d = slot.limbs == 1 ? in[i] : 0;
-      y[i] = float_from_bits(exact::round_one_limb(d, slot.bottom, world, mean));
+      y[i] = widened(exact::round_one_limb<F>(d, slot.bottom, world, mean));
     }
     return;
   }
   if (slot.limbs == 2 && !slot.special) {
     for (std::size_t i = 0; i < count; ++i) {
-      y[i] = float_from_bits(
-          exact::round_two_limbs(in[i], in[count + i], limb_bits, slot.bottom, world, mean));
+      y[i] = widened(
+          exact::round_two_limbs<F>(in[i], in[count + i], limb_bits, slot.bottom, world, mean));
     }
     return;
   }
@@ -77,17 +82,32 @@ void round_block_by_law(const std::int64_t* in, std::size_t count, const ExactBl
     for (int j = 0; j < slot.limbs; ++j) {
       exact::add_shifted(s, in[static_cast<std::size_t>(j) * count + i], j * limb_bits);
     }
-    y[i] = float_from_bits(exact::round_exact_sum(s, slot.bottom, world, mean, slot.special != 0,
+    y[i] = widened(exact::round_exact_sum<F>(s, slot.bottom, world, mean, slot.special != 0,
                                                   slot.special ? special[i] : 0));
   }
 }
 
-void exact_round_by_law(const std::int64_t* sums, const ExactPlan& plan, Op op, float* out) {
+}  // namespace
+
+void round_block_by_law(const std::int64_t* in, std::size_t count, const ExactBlockSlot& slot,
+                        int limb_bits, std::uint32_t world, bool mean, float* y, DType dtype) {
+  switch (dtype) {
+    case DType::kF32:
+      return round_block_in<Binary32Format>(in, count, slot, limb_bits, world, mean, y);
+    case DType::kBF16:
+      return round_block_in<BFloat16Format>(in, count, slot, limb_bits, world, mean, y);
+    case DType::kF16:
+      return round_block_in<Float16Format>(in, count, slot, limb_bits, world, mean, y);
+  }
+}
+
+void exact_round_by_law(const std::int64_t* sums, const ExactPlan& plan, Op op, float* out,
+                        DType dtype) {
   const bool mean = op == Op::kMean;
   for (std::size_t b = 0; b < plan.blocks.size(); ++b) {
     const ExactBlockSlot& slot = plan.blocks[b];
     round_block_by_law(sums + slot.offset, plan.block_count(b), slot, plan.limb_bits, plan.world,
-                       mean, out + b * exact::kBlock);
+                       mean, out + b * exact::kBlock, dtype);
   }
 }
 

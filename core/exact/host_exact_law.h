@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "core/contract.h"
+#include "core/dtype.h"
 #include "core/exact/exact_plan.h"
 
 namespace rv {
@@ -16,7 +17,10 @@ namespace detail {
 // exact_agreement_words, exact_encode and exact_round of host_exact.h, by the law alone.
 void exact_agreement_words_by_law(const float* values, std::size_t n, std::int64_t* words);
 void exact_encode_by_law(const float* values, const ExactPlan& plan, std::int64_t* words);
-void exact_round_by_law(const std::int64_t* sums, const ExactPlan& plan, Op op, float* out);
+// dtype: the format the results are rounded to, written as their binary32 widening
+// (docs/DESIGN.md §2.5).
+void exact_round_by_law(const std::int64_t* sums, const ExactPlan& plan, Op op, float* out,
+                        DType dtype = DType::kF32);
 
 // One block of a plan: `count` values at x (block b of the plan, whose slot is `slot`), its
 // words at out = words + slot.offset.
@@ -26,7 +30,8 @@ void encode_block_by_law(const float* x, std::size_t count, const ExactBlockSlot
 void encode_special_words_by_law(const float* x, std::size_t count, const ExactBlockSlot& slot,
                                  std::int64_t* out);
 void round_block_by_law(const std::int64_t* in, std::size_t count, const ExactBlockSlot& slot,
-                        int limb_bits, std::uint32_t world, bool mean, float* y);
+                        int limb_bits, std::uint32_t world, bool mean, float* y,
+                        DType dtype = DType::kF32);
 
 }  // namespace detail
 }  // namespace rv

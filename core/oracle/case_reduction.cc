@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/dtype_arrays.h"
 #include "core/exact/exact_law.h"
 #include "core/exact/exact_reduction.h"
 #include "core/fold.h"
@@ -35,9 +36,11 @@ void stream_reference_reduction(const CaseId& id, const ReducedBlockSink& sink) 
     // Blocks start at multiples of kBlock, which is a multiple of the exact contract's
     // window blocks, so the exact windows are those of the whole arena.
     if (id.contract == Contract::kExact) {
-      exact_reduce_stacked(slots.data(), id.world, block, count, id.op, reduced.data());
+      exact_reduce_stacked(slots.data(), id.world, block, count, id.op, reduced.data(),
+                           id.dtype);
     } else {
       fold_stacked(slots.data(), id.world, block, count, id.op, reduced.data());
+      round_to_dtype_in_place(reduced.data(), count, id.dtype);
     }
     sink(reduced.data(), count);
   }

@@ -12,7 +12,7 @@ namespace rv {
 // Every rank's whole arena (W × N floats): for EmulatedWorld and the live transports.
 std::vector<std::vector<float>> generate_case_arenas(const CaseId& id);
 
-// The reduced arena by the straight ascending fold, streamed in consecutive blocks, so a
+// The reduced arena (bf16/f16 values widened) by the straight ascending fold, streamed in consecutive blocks, so a
 // case of any size needs only W × block floats of memory. `sink` sees the blocks in order.
 using ReducedBlockSink = std::function<void(const float* values, std::size_t count)>;
 void stream_reference_reduction(const CaseId& id, const ReducedBlockSink& sink);

@@ -5,6 +5,7 @@
 #include <numeric>
 #include <string>
 
+#include "core/dtype_arrays.h"
 #include "core/error.h"
 #include "core/exact/exact_law.h"
 #include "core/exact/host_exact.h"
@@ -101,7 +102,7 @@ EmulatedWorld::EmulatedWorld(std::uint32_t world) : world_(world) {
 }
 
 void EmulatedWorld::all_reduce(std::vector<std::vector<float>>& arenas, Op op,
-                               const DeliveryOrders& delivery) const {
+                               const DeliveryOrders& delivery, DType dtype) const {
   const std::size_t n = check_world_input(arenas, world_, delivery);
 
   const std::vector<Shard> plan = shard_plan(n, world_);
@@ -120,6 +121,7 @@ void EmulatedWorld::all_reduce(std::vector<std::vector<float>>& arenas, Op op,
     }
     reduced[owner].resize(shard.count);
     fold_stacked(stacked.data(), world_, shard.count, shard.count, op, reduced[owner].data());
+    round_to_dtype_in_place(reduced[owner].data(), shard.count, dtype);
   }
   // All-gather: pure copies of every reduced shard into every arena.
   for (auto& arena : arenas) {
@@ -131,7 +133,7 @@ void EmulatedWorld::all_reduce(std::vector<std::vector<float>>& arenas, Op op,
 }
 
 void EmulatedWorld::all_reduce_exact(std::vector<std::vector<float>>& arenas, Op op,
-                                     const DeliveryOrders& delivery) const {
+                                     const DeliveryOrders& delivery, DType dtype) const {
   const std::size_t n = check_world_input(arenas, world_, delivery);
   // Chunks of whole window blocks bound the word buffers' memory.
   constexpr std::size_t kChunk = std::size_t{1} << 20;
@@ -156,7 +158,7 @@ void EmulatedWorld::all_reduce_exact(std::vector<std::vector<float>>& arenas, Op
     }
     emulate_word_all_reduce(words, delivery, [](std::int64_t a, std::int64_t b) { return a + b; });
     for (std::uint32_t r = 0; r < world_; ++r) {
-      exact_round(words[r].data(), plans[r], op, arenas[r].data() + begin);
+      exact_round(words[r].data(), plans[r], op, arenas[r].data() + begin, dtype);
     }
   }
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/contract.h"
+#include "core/dtype.h"
 
 namespace rv {
 
@@ -29,9 +30,10 @@ class EmulatedWorld {
   std::uint32_t world_size() const { return world_; }
 
   // Reduces the W arenas in place: afterwards every arena holds the reduced values.
-  // Throws InputError when the arena count or lengths or the orders are wrong.
+  // Throws InputError when the arena count or lengths or the orders are wrong. For bf16/f16
+  // (values widened) each owner rounds its folded shard to the dtype before the all-gather.
   void all_reduce(std::vector<std::vector<float>>& arenas, Op op,
-                  const DeliveryOrders& delivery = {}) const;
+                  const DeliveryOrders& delivery = {}, DType dtype = DType::kF32) const;
 
   // The exact contract's dataflow (docs/DESIGN.md §2): every rank's agreement words and
   // digits as the live reducer makes them, combined as a library's integer all-reduce would
@@ -39,7 +41,7 @@ class EmulatedWorld {
   // order), then rounded on every rank. Integer sums: no order may change a bit, and the
   // golden maker checks that none does.
   void all_reduce_exact(std::vector<std::vector<float>>& arenas, Op op,
-                        const DeliveryOrders& delivery = {}) const;
+                        const DeliveryOrders& delivery = {}, DType dtype = DType::kF32) const;
 
  private:
   std::uint32_t world_;

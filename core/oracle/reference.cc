@@ -3,13 +3,15 @@
 #include <cstdint>
 #include <string>
 
+#include "core/dtype_arrays.h"
 #include "core/error.h"
 #include "core/exact/exact_law.h"
 #include "core/fold.h"
 
 namespace rv {
 
-std::vector<float> reference_fold(const std::vector<std::vector<float>>& arenas, Op op) {
+std::vector<float> reference_fold(const std::vector<std::vector<float>>& arenas, Op op,
+                                  DType dtype) {
   RV_ENFORCE_GE(InputError, arenas.size(), std::size_t{1}, "the reference fold needs a rank");
   const std::size_t n = arenas[0].size();
   std::vector<const float*> addends;
@@ -20,10 +22,12 @@ std::vector<float> reference_fold(const std::vector<std::vector<float>>& arenas,
   }
   std::vector<float> out(n);
   fold_ascending(addends.data(), static_cast<std::uint32_t>(arenas.size()), n, op, out.data());
+  round_to_dtype_in_place(out.data(), n, dtype);
   return out;
 }
 
-std::vector<float> reference_exact(const std::vector<std::vector<float>>& arenas, Op op) {
+std::vector<float> reference_exact(const std::vector<std::vector<float>>& arenas, Op op,
+                                   DType dtype) {
   RV_ENFORCE_GE(InputError, arenas.size(), std::size_t{1}, "the exact reference needs a rank");
   const std::size_t n = arenas[0].size();
   for (std::size_t r = 0; r < arenas.size(); ++r) {
@@ -53,18 +57,31 @@ std::vector<float> reference_exact(const std::vector<std::vector<float>>& arenas
     }
     const std::int64_t special = pos_inf | (neg_inf << exact::kSpecialFieldBits) |
                                  (not_negative_zero << (2 * exact::kSpecialFieldBits));
-    out[i] = float_from_bits(exact::round_exact_sum(s, 0, world, op == Op::kMean, true, special));
+    const bool mean = op == Op::kMean;
+    switch (dtype) {
+      case DType::kF32:
+        out[i] = float_from_bits(exact::round_exact_sum(s, 0, world, mean, true, special));
+        break;
+      case DType::kBF16:
+        out[i] = widen_bf16(static_cast<std::uint16_t>(
+            exact::round_exact_sum<BFloat16Format>(s, 0, world, mean, true, special)));
+        break;
+      case DType::kF16:
+        out[i] = widen_f16(static_cast<std::uint16_t>(
+            exact::round_exact_sum<Float16Format>(s, 0, world, mean, true, special)));
+        break;
+    }
   }
   return out;
 }
 
 std::vector<float> expected_reduction(const std::vector<std::vector<float>>& arenas,
-                                      Contract contract, Op op) {
+                                      Contract contract, Op op, DType dtype) {
   switch (contract) {
     case Contract::kFixedOrder:
-      return reference_fold(arenas, op);
+      return reference_fold(arenas, op, dtype);
     case Contract::kExact:
-      return reference_exact(arenas, op);
+      return reference_exact(arenas, op, dtype);
     case Contract::kLibrarySum:
       break;
   }

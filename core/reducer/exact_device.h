@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "core/contract.h"
+#include "core/dtype.h"
 #include "core/exact/exact_plan.h"
 
 namespace rv {
@@ -25,8 +26,10 @@ class ExactDevice {
   virtual void download_words(std::int64_t* host, const std::int64_t* words, std::size_t n) = 0;
   // The plan.words digits of plan.count values (host_exact.h's exact_encode, bit for bit).
   virtual void encode(const float* values, const ExactPlan& plan, std::int64_t* words) = 0;
-  // The plan.count results from the summed words (host_exact.h's exact_round, bit for bit).
-  virtual void round(const std::int64_t* sums, const ExactPlan& plan, Op op, float* out) = 0;
+  // The plan.count results from the summed words (host_exact.h's exact_round, bit for bit),
+  // rounded to `dtype` and written as its binary32 widening (docs/DESIGN.md §2.5).
+  virtual void round(const std::int64_t* sums, const ExactPlan& plan, Op op, float* out,
+                     DType dtype) = 0;
   // Waits until all work issued on this device is done.
   virtual void synchronize() = 0;
 };

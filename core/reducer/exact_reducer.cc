@@ -46,7 +46,7 @@ std::int64_t* ExactReducer::words_scratch(std::size_t n) {
   return words_;
 }
 
-void ExactReducer::all_reduce(float* arena, std::size_t n, Op op) {
+void ExactReducer::all_reduce(float* arena, std::size_t n, Op op, DType dtype) {
   const std::uint32_t world = transport_.world_size();
   // Every size below follows from n and W (and the agreed words), so once the ranks agree on
   // n they cannot post different sizes.
@@ -78,7 +78,7 @@ void ExactReducer::all_reduce(float* arena, std::size_t n, Op op) {
     // plan.words follows from n and the agreed words, which the max all-reduce gave every
     // rank alike (plan_exact_blocks refuses words no rank could have sent).
     transport_.all_reduce_int64_counts_agreed(digits, plan.words, IntReduction::kSum);
-    device_.round(digits, plan, op, arena + begin);
+    device_.round(digits, plan, op, arena + begin, dtype);
     device_.synchronize();
     traffic_.sum_words += plan.words;
   }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/contract.h"
+#include "core/dtype.h"
 #include "core/reducer/exact_device.h"
 #include "core/transport/transport.h"
 
@@ -48,7 +49,10 @@ class ExactReducer {
   // holds identical bits: the exact contract's. Collective: every rank calls it with the
   // same op. The ranks agree on n first: a rank with another length is an InputError on every
   // rank naming who has what. W ≤ 2^20.
-  void all_reduce(float* arena, std::size_t n, Op op);
+  // bf16/f16 (docs/DESIGN.md §2.5): the arena holds the dtype's values widened, the digits
+  // are theirs (as for f32: the same words per element), and the results are rounded once
+  // to the dtype, widened.
+  void all_reduce(float* arena, std::size_t n, Op op, DType dtype = DType::kF32);
 
   const ExactTraffic& last_traffic() const { return traffic_; }
 

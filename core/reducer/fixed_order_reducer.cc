@@ -96,12 +96,13 @@ float* FixedOrderReducer::stacked_scratch(std::size_t floats) {
   return stacked_;
 }
 
-void FixedOrderReducer::all_reduce(float* arena, std::size_t n, Op op) {
+void FixedOrderReducer::all_reduce(float* arena, std::size_t n, Op op, DType dtype) {
   const std::uint32_t world = transport_.world_size();
   const std::uint32_t me = transport_.rank();
   if (world == 1) {
     // One addend: the fold still applies the mean scale (×1) and the NaN rule.
     device_.fold_stacked(arena, 1, n, n, op, arena);
+    device_.round_to_dtype(arena, n, dtype);
     device_.synchronize();
     return;
   }
@@ -142,11 +143,12 @@ void FixedOrderReducer::all_reduce(float* arena, std::size_t n, Op op) {
     float* out = arena + piece.begin;
     if (!options_.own_slot_in_place) {
       device_.fold_stacked(stacked_for(k), world, slot_stride, piece.count, op, out);
-      return;
+    } else {
+      for (std::uint32_t r = 0; r < world; ++r) slots[r] = stacked_for(k) + r * slot_stride;
+      slots[me] = out;
+      device_.fold_slots(slots.data(), world, piece.count, op, out);
     }
-    for (std::uint32_t r = 0; r < world; ++r) slots[r] = stacked_for(k) + r * slot_stride;
-    slots[me] = out;
-    device_.fold_slots(slots.data(), world, piece.count, op, out);
+    device_.round_to_dtype(out, piece.count, dtype);
   };
 
   // The transport and the fold may work on different queues (a GPU stream): the device is

@@ -12,6 +12,7 @@
 #include <cstddef>
 
 #include "core/contract.h"
+#include "core/dtype.h"
 #include "core/reducer/fold_device.h"
 #include "core/transport/transport.h"
 
@@ -56,7 +57,10 @@ class FixedOrderReducer {
   // holds identical bits. Collective: every rank calls it with the same op. The ranks agree
   // on n in the first exchange (no round of its own): a rank with another length is an
   // InputError on every rank, naming who has what. Uneven and empty shards (n < W, n = 0) work.
-  void all_reduce(float* arena, std::size_t n, Op op);
+  // bf16/f16 (docs/DESIGN.md §2.5): the arena holds the dtype's values widened; each owner
+  // rounds its folded shard to the dtype before the shards go back, so every rank holds
+  // the dtype's values (widened) afterwards. The wire carries the widened 4 bytes.
+  void all_reduce(float* arena, std::size_t n, Op op, DType dtype = DType::kF32);
 
  private:
   float* stacked_scratch(std::size_t floats);

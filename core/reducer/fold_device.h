@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "core/contract.h"
+#include "core/dtype.h"
 
 namespace rv {
 
@@ -37,6 +38,13 @@ class FoldDevice {
                           float* out);
   // The library-sum finishing step (mean scale when op is mean, then the NaN rule), in place.
   virtual void finish_library_sum(float* values, std::size_t n, std::uint32_t world, Op op) = 0;
+  // bf16/f16 (docs/DESIGN.md §2.5), all in this device's memory and in place where one
+  // pointer is given. round_to_dtype: each value to the dtype's nearest, kept widened (the
+  // fixed-order contract's last step). narrow: n widened values to the dtype's own 2-byte
+  // elements at `out` (the library-sum contract hands those to the library). widen: back.
+  virtual void round_to_dtype(float* values, std::size_t n, DType dtype) = 0;
+  virtual void narrow(const float* values, std::size_t n, DType dtype, void* out) = 0;
+  virtual void widen(const void* values, std::size_t n, DType dtype, float* out) = 0;
   // Waits until all work issued on this device is done.
   virtual void synchronize() = 0;
   // Host ↔ device copies for the tool's own bookkeeping (arenas in, results out). The host

@@ -27,8 +27,9 @@ class HostExactDevice final : public ExactDevice {
   void encode(const float* values, const ExactPlan& plan, std::int64_t* words) override {
     exact_encode(values, plan, words);
   }
-  void round(const std::int64_t* sums, const ExactPlan& plan, Op op, float* out) override {
-    exact_round(sums, plan, op, out);
+  void round(const std::int64_t* sums, const ExactPlan& plan, Op op, float* out,
+             DType dtype) override {
+    exact_round(sums, plan, op, out, dtype);
   }
   void synchronize() override {}
 };

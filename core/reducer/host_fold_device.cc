@@ -3,6 +3,7 @@
 #include <new>
 #include <string>
 
+#include "core/dtype_arrays.h"
 #include "core/error.h"
 #include "core/fold.h"
 #include "core/reducer/fold_device.h"
@@ -35,6 +36,15 @@ class HostFoldDevice final : public FoldDevice {
   }
   void finish_library_sum(float* values, std::size_t n, std::uint32_t world, Op op) override {
     rv::finish_library_sum(values, n, world, op);
+  }
+  void round_to_dtype(float* values, std::size_t n, DType dtype) override {
+    round_to_dtype_in_place(values, n, dtype);
+  }
+  void narrow(const float* values, std::size_t n, DType dtype, void* out) override {
+    narrow_into(values, n, dtype, out);
+  }
+  void widen(const void* values, std::size_t n, DType dtype, float* out) override {
+    widen_into(values, n, dtype, out);
   }
   void synchronize() override {}
 };

@@ -161,7 +161,7 @@ TEST(CudaExactDevice, PlansThatChangeBetweenCallsAreUploadedAgain) {
     exact_device.download_words(words.data(), k.d_words, words.size());
     EXPECT_EQ(words, k.digits) << "digits, case " << c;
     for (Op op : {Op::kSum, Op::kMean}) {
-      exact_device.round(k.d_words, k.plan, op, k.d_out);
+      exact_device.round(k.d_words, k.plan, op, k.d_out, DType::kF32);
       exact_device.synchronize();
       std::vector<float> expected(k.values.size()), out(k.values.size());
       exact_round(k.digits.data(), k.plan, op, expected.data());

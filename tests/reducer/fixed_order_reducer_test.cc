@@ -163,6 +163,15 @@ class ArrivalOrderFoldDevice final : public FoldDevice {
   void finish_library_sum(float* values, std::size_t n, std::uint32_t world, Op op) override {
     host().finish_library_sum(values, n, world, op);
   }
+  void round_to_dtype(float* values, std::size_t n, DType dtype) override {
+    host().round_to_dtype(values, n, dtype);
+  }
+  void narrow(const float* values, std::size_t n, DType dtype, void* out) override {
+    host().narrow(values, n, dtype, out);
+  }
+  void widen(const void* values, std::size_t n, DType dtype, float* out) override {
+    host().widen(values, n, dtype, out);
+  }
   void synchronize() override {}
 
  private:
