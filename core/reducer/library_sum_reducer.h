@@ -6,13 +6,16 @@
 #include <cstddef>
 
 #include "core/contract.h"
+#include "core/dtype.h"
 #include "core/reducer/fold_device.h"
 #include "core/transport/transport.h"
 
 namespace rv {
 
-// In place over the n floats of `arena` (in the device's memory); collective.
+// In place over the n floats of `arena` (in the device's memory); collective. bf16/f16
+// (docs/DESIGN.md §2.5): the arena holds the dtype's values widened; the library sums their
+// 2-byte form (Transport::library_sum_half, InputError where it has none).
 void library_sum_all_reduce(Transport& transport, FoldDevice& device, float* arena, std::size_t n,
-                            Op op);
+                            Op op, DType dtype = DType::kF32);
 
 }  // namespace rv

@@ -16,6 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.h"
+#include "core/error.h"
+
 namespace rv {
 
 // The element-wise reductions of the library's integer all-reduce (the exact contract's
@@ -85,6 +88,15 @@ class Transport {
   // The library's own sum all-reduce of n binary32 values, in place (the library-sum
   // contract; the mean scale and the NaN rule are applied by the caller).
   virtual void library_sum(float* values, std::size_t n) = 0;
+  // The library's own sum all-reduce of n half-precision values of `dtype` (bf16 or f16, the
+  // format's raw 2-byte elements), in place (docs/DESIGN.md §2.5). A transport whose library
+  // has no such sum refuses with InputError naming itself and the dtype, on every rank alike
+  // and before anything is sent: nothing is summed another way.
+  virtual void library_sum_half(void* values, std::size_t n, DType dtype) {
+    (void)values;
+    (void)n;
+    throw InputError(name() + " has no library sum of " + std::string(to_string(dtype)));
+  }
   // The maximum over ranks of one integer (for any(flag): exact and order-independent).
   virtual std::int64_t max_int(std::int64_t value) = 0;
   // The library's own all-reduce of n int64 values, in place (ncclAllReduce ncclInt64,

@@ -51,6 +51,24 @@ void GlooContextTransport::library_sum(float* values, std::size_t n) {
   });
 }
 
+void GlooContextTransport::library_sum_half(void* values, std::size_t n, DType dtype) {
+  // Refused on every rank before any byte moves: each rank takes this branch alike.
+  if (dtype != DType::kF16) {
+    throw InputError("gloo has no library sum of " + std::string(to_string(dtype)) +
+                     ": Debian's Gloo has no bfloat16 type (its only half-precision sum is "
+                     "gloo::float16, IEEE binary16)");
+  }
+  run("library_sum f16", [&](const std::string& where, const Deadline& deadline) {
+    agree_on_count(where, n, deadline);
+    if (n == 0 || world_ == 1) return;
+    // gloo::float16 is the format's raw 16 bits (alignas(2), one uint16_t member), and its sum
+    // widens, adds in float and rounds back per addition: the library's own arithmetic.
+    static_assert(sizeof(::gloo::float16) == 2, "gloo::float16 is binary16's two bytes");
+    ring_allreduce(where, static_cast<::gloo::float16*>(values), n,
+                   static_cast<ReduceFunction>(&::gloo::sum<::gloo::float16>), deadline);
+  });
+}
+
 void GlooContextTransport::all_reduce_int64(std::int64_t* values, std::size_t n, IntReduction op) {
   int64_all_reduce(values, n, op, false);
 }

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/deadline.h"
+#include "core/dtype_law.h"
 #include "core/error.h"
 #include "core/oracle/emulated_world.h"
 #include "core/transport/in_process/in_process_transport.h"
@@ -96,6 +97,21 @@ void InProcessTransport::library_sum(float* values, std::size_t n) {
     for (std::size_t r = in.size() - 1; r-- > 0;) sum += in[r][i];
     return sum;
   });
+}
+
+void InProcessTransport::library_sum_half(void* values, std::size_t n, DType dtype) {
+  // A stand-in for a library's half-precision sum, as library_sum's is for its float sum:
+  // the ranks in descending order, each addition widened, added in binary32 and rounded
+  // back to the format (what NCCL's and Gloo's half sums do per addition).
+  reduce<std::uint16_t>(static_cast<std::uint16_t*>(values), n, "library_sum_half",
+                        [dtype](const std::vector<const std::uint16_t*>& in, std::size_t i) {
+                          std::uint16_t sum = in.back()[i];
+                          for (std::size_t r = in.size() - 1; r-- > 0;) {
+                            sum = half_bits(dtype, widen_half(dtype, sum) +
+                                                       widen_half(dtype, in[r][i]));
+                          }
+                          return sum;
+                        });
 }
 
 std::int64_t InProcessTransport::max_int(std::int64_t value) {
