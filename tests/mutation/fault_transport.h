@@ -96,6 +96,13 @@ class FaultyTransport final : public Transport {
   }
   void barrier() override { inner_.barrier(); }
   void library_sum(float* values, std::size_t n) override;
+  // Half-precision sums pass through unfaulted: the matrix's sites are the binary32 ones.
+  void library_sum_half(void* values, std::size_t n, DType dtype) override {
+    inner_.library_sum_half(values, n, dtype);
+  }
+  std::optional<std::string> library_sum_unavailable(DType dtype) const override {
+    return inner_.library_sum_unavailable(dtype);
+  }
   std::int64_t max_int(std::int64_t value) override { return inner_.max_int(value); }
   void all_reduce_int64(std::int64_t* values, std::size_t n, IntReduction op) override;
 

@@ -1,6 +1,7 @@
 // reduce-verify check FILE...: like `xxh128sum -c`. Each line's digest is re-derived from its
 // case id alone; `id: OK` or `id: FAILED`, closing counts, --quiet, --status, --strict.
 // Parsing, verifying and reporting are separate steps.
+#include <algorithm>
 #include <iostream>
 #include <memory>
 
@@ -22,6 +23,7 @@ struct CheckOptions {
   bool status = false;  // nothing on stdout: the exit code says it all
   bool strict = false;  // improperly formatted lines make the run fail (exit 2)
   unsigned threads = 0;
+  std::vector<std::string> dtypes;  // --dtype: verify only the lines of these (empty: all)
 };
 
 struct FileReport {
@@ -54,6 +56,10 @@ int run_check(const CheckOptions& options) {
         report.file.malformed.push_back(
             {it->line, "contract library-sum has no golden digest (no portable bits)"});
         it = entries.erase(it);
+      } else if (!options.dtypes.empty() &&
+                 std::find(options.dtypes.begin(), options.dtypes.end(),
+                           std::string(to_string(it->id.dtype))) == options.dtypes.end()) {
+        it = entries.erase(it);  // not selected: neither verified nor counted
       } else {
         ++it;
       }
@@ -143,6 +149,10 @@ void setup_check(CLI::App& app, int& exit_code) {
   cmd->add_flag("--status", options->status, "print nothing on stdout; the exit code tells");
   cmd->add_flag("--strict", options->strict, "exit 2 if any line is improperly formatted");
   cmd->add_option("--threads", options->threads, "worker threads (default: one per core)");
+  cmd->add_option("--dtype", options->dtypes,
+                  "verify only the lines of these dtypes, e.g. bf16,f16 (default: all)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"f32", "bf16", "f16"}));
   cmd->callback([options, &exit_code] { exit_code = run_check(*options); });
 }
 

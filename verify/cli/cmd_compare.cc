@@ -18,7 +18,17 @@ namespace {
 struct CompareOptions {
   std::string a, b;
   bool verbose = false;
+  std::vector<std::string> dtypes;  // --dtype: only the cases of these (empty: all)
 };
+
+// The dtype a case id names (absent: f32); ids that do not parse are kept, as before.
+bool selected(const CompareOptions& options, const std::string& id) {
+  if (options.dtypes.empty()) return true;
+  const std::size_t at = id.find(",dtype=");
+  const std::string dtype =
+      at == std::string::npos ? "f32" : id.substr(at + 7, id.find(',', at + 7) - (at + 7));
+  return std::find(options.dtypes.begin(), options.dtypes.end(), dtype) != options.dtypes.end();
+}
 
 // Contracts with portable bits: their digests must agree between any two boxes.
 bool portable(const std::string& id) {
@@ -32,6 +42,7 @@ int run_compare(const CompareOptions& options) {
   std::size_t agree = 0, differ = 0, library_agree = 0, library_differ = 0;
   std::size_t only_a = 0, only_b = 0;
   for (const auto& [id, digest] : a.digests) {
+    if (!selected(options, id)) continue;
     const auto other = b.digests.find(id);
     const bool fixed_order = portable(id);
     if (other == b.digests.end()) {
@@ -49,7 +60,7 @@ int run_compare(const CompareOptions& options) {
     }
   }
   for (const auto& [id, digest] : b.digests) {
-    if (a.digests.count(id)) continue;
+    if (a.digests.count(id) || !selected(options, id)) continue;
     ++only_b;
     if (options.verbose) std::cout << "only in B: " << id << "\n";
   }
@@ -112,6 +123,10 @@ void setup_compare(CLI::App& app, int& exit_code) {
   cmd->add_option("report_a", options->a, "a report from `run --report`")->required();
   cmd->add_option("report_b", options->b, "another report")->required();
   cmd->add_flag("-v,--verbose", options->verbose, "also list agreeing and one-sided cases");
+  cmd->add_option("--dtype", options->dtypes,
+                  "compare only the cases of these dtypes, e.g. bf16,f16 (default: all)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"f32", "bf16", "f16"}));
   cmd->callback([options, &exit_code] { exit_code = run_compare(*options); });
 }
 

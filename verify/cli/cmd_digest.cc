@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "core/digest/digest.h"
+#include "core/dtype_arrays.h"
 #include "core/error.h"
 #include "core/fp_environment.h"
 #include "core/oracle/case_reduction.h"
@@ -32,17 +33,19 @@ void digest_inputs(const DigestOptions& options) {
   if (options.matrix.ops.size() != 1) throw InputError("digest --inputs: give one --op");
   const auto op = parse_op(options.matrix.ops[0]);
   if (!op) throw InputError("digest --inputs: --op must be sum or mean");
-  const auto arenas = read_raw_inputs(options.inputs);
-  const bool exact = options.matrix.contract == "exact";
-  const std::vector<float> reduced =
-      expected_reduction(arenas, exact ? Contract::kExact : Contract::kFixedOrder, *op);
-  const Digest digest = digest_floats(reduced.data(), reduced.size());
+  const std::vector<DType> dtypes = parse_dtype_list(options.matrix.dtypes);
+  if (dtypes.size() != 1) throw InputError("digest --inputs: give one --dtype");
+  const DType dtype = dtypes[0];
+  const auto arenas = read_raw_inputs(options.inputs, dtype);
+  const Contract contract =
+      options.matrix.contract == "exact" ? Contract::kExact : Contract::kFixedOrder;
+  const std::vector<float> reduced = expected_reduction(arenas, contract, *op, dtype);
+  const Digest digest = digest_values(reduced.data(), reduced.size(), dtype);
   if (!options.dump.empty()) {
-    write_file_atomically(options.dump, reduced.data(), reduced.size() * sizeof(float));
+    const std::vector<unsigned char> bytes = dtype_bytes_of(reduced.data(), reduced.size(), dtype);
+    write_file_atomically(options.dump, bytes.data(), bytes.size());
   }
-  std::cout << inputs_line(digest, options.inputs, *op, reduced.size(),
-                           exact ? Contract::kExact : Contract::kFixedOrder)
-            << "\n";
+  std::cout << inputs_line(digest, options.inputs, *op, reduced.size(), contract, dtype) << "\n";
 }
 
 void digest_one_case(const CaseId& id, const std::string& dump) {
@@ -55,8 +58,12 @@ void digest_one_case(const CaseId& id, const std::string& dump) {
   std::optional<OutputFile> out;
   if (!dump.empty()) out.emplace(dump);
   stream_reference_reduction(id, [&](const float* values, std::size_t count) {
-    stream.update_floats(values, count);
-    if (out) out->write(values, count * sizeof(float));
+    stream.update_values(values, count, id.dtype);
+    if (out && id.dtype == DType::kF32) out->write(values, count * sizeof(float));
+    if (out && id.dtype != DType::kF32) {
+      const std::vector<unsigned char> bytes = dtype_bytes_of(values, count, id.dtype);
+      out->write(bytes.data(), bytes.size());
+    }
   });
   if (out) out->commit();
   std::cout << format_golden_line(stream.finish(), id) << "\n";
@@ -79,6 +86,9 @@ int run_digest(const DigestOptions& options) {
   }
   std::vector<CaseId> cases;
   if (by_case) {
+    if (options.matrix.dtypes != std::vector<std::string>{"f32"}) {
+      throw InputError("digest --case: the case id names its dtype (dtype=bf16|f16), not --dtype");
+    }
     for (const std::string& text : options.case_ids) cases.push_back(parse_case_id(text));
   } else {
     cases = expand_case_matrix(options.matrix);
@@ -98,8 +108,9 @@ void setup_digest(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "digest",
       "Print the digest of a case (--case ID or case options; prints a golden line) or of raw "
-      "per-rank files (--inputs r0.f32 r1.f32 ...) under the fixed-order or the exact "
-      "contract (--contract). The first token of the line is the digest.");
+      "per-rank files (--inputs r0.f32 r1.f32 ..., values of --dtype) under the fixed-order "
+      "or the exact contract (--contract). The first token of the line is the digest, the "
+      "XXH3-128 of the reduced values' own bytes (2 per element for bf16/f16).");
   cmd->add_option(
       "--case", options->case_ids,
       "a case id, e.g. contract=fixed-order,op=mean,w=4,n=1000003,dist=wide,seed=7,gen=1");
@@ -107,8 +118,11 @@ void setup_digest(CLI::App& app, int& exit_code) {
   // The matrix's own help speaks for golden, whose default is both ops; digest's is sum.
   cmd->get_option("--op")->description("ops: sum, mean (default: sum)");
   cmd->add_option("--inputs", options->inputs,
-                  "raw little-endian binary32 files, file r = rank r, all the same length");
-  cmd->add_option("--dump", options->dump, "write the reduced arena (raw binary32) to FILE");
+                  "raw little-endian files of --dtype (default binary32), file r = rank r, all "
+                  "the same length");
+  cmd->add_option("--dump", options->dump,
+                  "write the reduced arena (raw values of its dtype) to FILE; its xxh128sum is "
+                  "the digest");
   cmd->callback([options, &exit_code] { exit_code = run_digest(*options); });
 }
 

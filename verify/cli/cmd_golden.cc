@@ -1,5 +1,6 @@
 // reduce-verify golden: a case matrix → golden lines, each proven by EmulatedWorld under
 // --orders shuffled delivery orders against the reference fold.
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -47,7 +48,7 @@ void write_accuracy_report(const std::vector<CaseId>& cases, const std::vector<D
     parallel_for(cases.size(), options.threads, [&](std::size_t i) {
       if (cases[i].contract == Contract::kFixedOrder) {
         const std::vector<float> reduced =
-            reference_fold(generate_case_arenas(cases[i]), cases[i].op);
+            reference_fold(generate_case_arenas(cases[i]), cases[i].op, cases[i].dtype);
         errors[i] = error_against(cases[i], reduced, Contract::kExact);
       }
       progress.advance();
@@ -112,7 +113,11 @@ int run_golden(const GoldenOptions& options) {
   const bool exact_only = contracts == "exact";
   std::ostringstream text;
   text << "# reduce-verify golden digests: contract " << contracts << ", XXH3-128 (seed 0) of the\n"
-       << "# reduced arena as little-endian binary32 (what xxh128sum prints for its bytes).\n"
+       << "# reduced arena as little-endian binary32 (what xxh128sum prints for its bytes).\n";
+  if (std::any_of(cases.begin(), cases.end(), [](const CaseId& c) { return c.dtype != DType::kF32; })) {
+    text << "# bf16 and f16 cases (dtype= in the id): of their 2-byte values.\n";
+  }
+  text
        << "# made by: " << tool_identity() << "\n";
   if (exact_only) {
     text << "# proof: EmulatedWorld's integer dataflow agreed bit for bit with the straight exact "

@@ -90,6 +90,7 @@ int run_run(RunCommand& command) {
   if (!(options.timeout_seconds > 0)) throw InputError("--timeout must be positive");
   if (!options.inputs.empty()) {
     options.inputs_contract();  // refuses library-sum
+    if (options.dtypes.size() > 1) throw InputError("run --inputs: give one --dtype");
     const std::uint32_t files = static_cast<std::uint32_t>(options.inputs.size());
     // One file per rank, or (exact only) M files accumulated over fewer ranks.
     const bool one_world = options.worlds.size() == 1;
@@ -159,13 +160,19 @@ void setup_run(CLI::App& app, int& exit_code) {
   cmd->add_option("--report", o.report_path, "write the JSON report here");
   cmd->add_option("--junit", o.junit_path, "write a JUnit XML file here");
   cmd->add_option("--inputs", o.inputs,
-                  "raw binary32 files, file r = rank r: reduce them live (under fixed-order, or "
+                  "raw little-endian files of --dtype, file r = rank r: reduce them live (under fixed-order, or "
                   "exact with --contract exact) and compare with the reference; prints the line "
                   "`digest --inputs` prints. Under exact, --world W below the file count M "
                   "spreads the M files over W ranks (rank r: files r, r + W, ...), accumulated "
                   "exactly");
   cmd->add_option("--op", o.op, "with --inputs: sum or mean (default sum)")
       ->check(CLI::IsMember({"sum", "mean"}));
+  cmd->add_option("--dtype", o.dtypes,
+                  "run only the cases of these dtypes, e.g. bf16,f16 (default: all; a case id "
+                  "names its dtype as dtype=bf16, none for f32); with --inputs the files' one "
+                  "element type (default f32)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"f32", "bf16", "f16"}));
   cmd->add_option("--rendezvous", o.rendezvous,
                   "shared directory for rendezvous (default: REDUCE_VERIFY_RENDEZVOUS, or a "
                   "private temporary one when this process spawns the ranks)");

@@ -28,6 +28,12 @@ void add_case_matrix_options(CLI::App& app, CaseMatrix& matrix) {
   group->add_option("--seed", matrix.seeds, "seeds (default: 1)")->delimiter(',');
   group->add_option("--gen", matrix.gen, "generator version (default: the latest)")
       ->check(CLI::Range(1u, kLatestGenerator));
+  group
+      ->add_option("--dtype", matrix.dtypes,
+                   "element types: f32, bf16, f16 (default: f32); --inputs files hold raw "
+                   "little-endian values of this one dtype")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"f32", "bf16", "f16"}));
 }
 
 namespace {
@@ -107,13 +113,26 @@ CaseMatrix parse_case_matrix(const std::string& spec) {
       matrix.ops = parse_words(list);
     } else if (key == "dist") {
       matrix.dists = parse_words(list);
+    } else if (key == "dtype") {
+      matrix.dtypes = parse_words(list);
     } else {
       throw InputError("case matrix '" + spec + "': unknown key '" + key +
-                       "' (keys: contract, w, n, dist, seed, op, gen)");
+                       "' (keys: contract, dtype, w, n, dist, seed, op, gen)");
     }
   }
   if (!have_w || !have_n) throw InputError("case matrix '" + spec + "': needs both w= and n=");
   return matrix;
+}
+
+std::vector<DType> parse_dtype_list(const std::vector<std::string>& names) {
+  std::vector<DType> dtypes;
+  for (const std::string& text : names) {
+    const auto dtype = parse_dtype(text);
+    if (!dtype) throw InputError("dtype '" + text + "' is not f32, bf16 or f16");
+    dtypes.push_back(*dtype);
+  }
+  if (dtypes.empty()) throw InputError("no dtype given (f32, bf16 or f16)");
+  return dtypes;
 }
 
 std::vector<CaseId> expand_case_matrix(const CaseMatrix& matrix) {
@@ -140,7 +159,9 @@ std::vector<CaseId> expand_case_matrix(const CaseMatrix& matrix) {
     if (!dist) throw InputError("case matrix: dist '" + text + "' is not a distribution");
     dists.push_back(*dist);
   }
+  const std::vector<DType> dtypes = parse_dtype_list(matrix.dtypes);
   std::vector<CaseId> cases;
+  for (DType dtype : dtypes) {
   for (Op op : ops) {
     for (std::uint32_t w : matrix.worlds) {
       for (std::uint64_t n : matrix.counts) {
@@ -154,6 +175,7 @@ std::vector<CaseId> expand_case_matrix(const CaseMatrix& matrix) {
             id.dist = dist;
             id.seed = seed;
             id.gen = matrix.gen;
+            id.dtype = dtype;
             validate_case_id(id);
             cases.push_back(id);
           }
@@ -161,13 +183,16 @@ std::vector<CaseId> expand_case_matrix(const CaseMatrix& matrix) {
       }
     }
   }
+  }
   return cases;
 }
 
 std::string format_case_matrix(const CaseMatrix& matrix) {
   const std::string contract =
       matrix.contract == "fixed-order" ? "" : "contract=" + matrix.contract + ";";
-  return contract + "w=" + join(matrix.worlds) + ";n=" + join(matrix.counts) +
+  const bool f32_only = matrix.dtypes.size() == 1 && matrix.dtypes[0] == "f32";
+  const std::string dtype = f32_only ? "" : "dtype=" + join(matrix.dtypes) + ";";
+  return contract + dtype + "w=" + join(matrix.worlds) + ";n=" + join(matrix.counts) +
          ";dist=" + join(matrix.dists) + ";seed=" + join(matrix.seeds) + ";op=" + join(matrix.ops) +
          ";gen=" + std::to_string(matrix.gen);
 }

@@ -20,10 +20,11 @@ struct CaseMatrix {
   std::vector<std::string> dists = {"all"};
   std::vector<std::uint64_t> seeds = {1};
   std::uint32_t gen = kLatestGenerator;
+  std::vector<std::string> dtypes = {"f32"};  // f32, bf16, f16 (docs/DESIGN.md §2.5)
 };
 
-// Adds --contract, --op, --world, --count, --dist, --seed, --gen to app (comma-separated
-// lists).
+// Adds --contract, --op, --world, --count, --dist, --seed, --gen, --dtype to app
+// (comma-separated lists).
 void add_case_matrix_options(CLI::App& app, CaseMatrix& matrix);
 
 // Parses a one-line matrix "w=1,2;n=0,1000;dist=all;seed=1,2;op=sum,mean" (keys w and n
@@ -31,11 +32,15 @@ void add_case_matrix_options(CLI::App& app, CaseMatrix& matrix);
 // naming the key.
 CaseMatrix parse_case_matrix(const std::string& spec);
 
-// The cross product, in the order op, w, n, dist, seed; every id validated.
+// The dtypes of a --dtype list, each checked (InputError naming a bad one).
+std::vector<DType> parse_dtype_list(const std::vector<std::string>& names);
+
+// The cross product, in the order dtype, op, w, n, dist, seed; every id validated.
 std::vector<CaseId> expand_case_matrix(const CaseMatrix& matrix);
 
 // The spec of parse_case_matrix for a matrix (for golden file headers); contract= is written
-// only when it is not fixed-order, so fixed-order headers stay as they were.
+// only when it is not fixed-order, and dtype= only when it is not f32 alone, so the headers
+// of the binary32 matrices stay as they were.
 std::string format_case_matrix(const CaseMatrix& matrix);
 
 }  // namespace rv

@@ -48,11 +48,11 @@ DeliveryOrders delivery_of(const CaseId& id, std::uint32_t trial) {
 // ascending fold.
 std::vector<float> proven_fixed_order(const CaseId& id, std::uint32_t orders) {
   const Arenas inputs = generate_case_arenas(id);
-  std::vector<float> reference = reference_fold(inputs, id.op);
+  std::vector<float> reference = reference_fold(inputs, id.op, id.dtype);
   const EmulatedWorld world(id.world);
   for (std::uint32_t trial = 0; trial < orders; ++trial) {
     Arenas arenas = inputs;
-    world.all_reduce(arenas, id.op, delivery_of(id, trial));
+    world.all_reduce(arenas, id.op, delivery_of(id, trial), id.dtype);
     expect_reference(id, arenas, reference,
                      "EmulatedWorld under delivery order " + std::to_string(trial));
   }
@@ -64,7 +64,7 @@ std::vector<float> proven_fixed_order(const CaseId& id, std::uint32_t orders) {
 // straight reference, which shares none of the window and limb code.
 std::vector<float> proven_exact(const CaseId& id, std::uint32_t orders) {
   const Arenas inputs = generate_case_arenas(id);
-  std::vector<float> reference = reference_exact(inputs, id.op);
+  std::vector<float> reference = reference_exact(inputs, id.op, id.dtype);
   const EmulatedWorld world(id.world);
   for (std::uint32_t trial = 0; trial < orders; ++trial) {
     Arenas arenas;
@@ -76,7 +76,7 @@ std::vector<float> proven_exact(const CaseId& id, std::uint32_t orders) {
     } else {
       arenas = inputs;
     }
-    world.all_reduce_exact(arenas, id.op, delivery_of(id, trial));
+    world.all_reduce_exact(arenas, id.op, delivery_of(id, trial), id.dtype);
     expect_reference(id, arenas, reference,
                      "EmulatedWorld's exact dataflow under delivery order " +
                          std::to_string(trial) + (permuted ? " with the ranks permuted" : ""));
@@ -93,7 +93,7 @@ Digest make_golden_digest(const CaseId& id, std::uint32_t orders) {
   }
   const std::vector<float> reduced =
       id.contract == Contract::kExact ? proven_exact(id, orders) : proven_fixed_order(id, orders);
-  const Digest digest = digest_floats(reduced.data(), reduced.size());
+  const Digest digest = digest_values(reduced.data(), reduced.size(), id.dtype);
   const Digest streamed = digest_case(id);
   if (streamed != digest) {
     throw InternalError("case " + format_case_id(id) + ": the streaming re-derivation gives " +

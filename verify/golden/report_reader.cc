@@ -124,8 +124,12 @@ ReportDigests parse_report(std::string_view text, const std::string& path) {
     } catch (const InputError& error) {
       read.refuse(at + ".case", error.what());
     }
+    // f32 keys stay "contract dist"; a half-precision case's error is in its own ulps, so it
+    // is summed apart: "contract bf16 dist".
+    const std::string dtype =
+        parsed.dtype == DType::kF32 ? "" : std::string(to_string(parsed.dtype)) + " ";
     AccuracySummary& summary = report.accuracy[std::string(to_string(parsed.contract)) + " " +
-                                               std::string(to_string(parsed.dist))];
+                                               dtype + std::string(to_string(parsed.dist))];
     ++summary.cases;
     if (e.contains("differing_elements")) {
       summary.differing += read.count(e["differing_elements"], at + ".vs_exact.differing_elements");

@@ -4,7 +4,10 @@
 // (1 − k·u), u = 2^−24: Higham, Accuracy and Stability of Numerical Algorithms, §4.2), so two
 // of them lie within twice that of each other. A library's sum further from the fixed-order
 // fold than that is no reassociation: the library returned a wrong sum (a lost, doubled or
-// corrupted contribution), and the verdict is FAILED, not DIFFERS.
+// corrupted contribution), and the verdict is FAILED, not DIFFERS. For bf16/f16 cases the
+// library's additions round to the dtype (u = 2^-8, 2^-11) and fixed-order's binary32 sum is
+// rounded once more to it; the bound adds the two (docs/DESIGN.md §2.5), and distances are
+// counted in the dtype's ulps.
 #pragma once
 
 #include <optional>

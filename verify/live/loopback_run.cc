@@ -29,7 +29,8 @@ using cuda_loopback::LoopbackRanks;
 std::vector<RankRecord> reduce_on_gpu(LoopbackRanks& ranks,
                                       const std::vector<std::vector<float>>& arenas,
                                       const std::string& label, std::uint64_t seed,
-                                      Contract contract, Op op, std::uint32_t iters) {
+                                      Contract contract, Op op, DType dtype,
+                                      std::uint32_t iters) {
   const std::uint32_t world = ranks.world();
   std::vector<RankRecord> records(world);
   for (std::uint32_t k = 0; k < iters; ++k) {
@@ -39,10 +40,11 @@ std::vector<RankRecord> reduce_on_gpu(LoopbackRanks& ranks,
       source = shuffled_delivery_order(world, ~seed, k, 0);
     }
     ranks.run([&](std::uint32_t r) {
-      const std::vector<float> reduced = ranks.reduce(r, arenas[source[r]], contract, op);
+      const std::vector<float> reduced =
+          ranks.reduce(r, arenas[source[r]], contract, op, dtype);
       records[r].case_id = label;
       records[r].contract = contract;
-      records[r].iteration_digests.push_back(digest_floats(reduced.data(), reduced.size()));
+      records[r].iteration_digests.push_back(digest_values(reduced.data(), reduced.size(), dtype));
     });
   }
   return records;
@@ -75,18 +77,20 @@ WorldResults loopback_world_results(std::uint32_t world) {
 
 int run_loopback_inputs(const RunOptions& options) {
   const Op op = parse_op(options.op).value_or(Op::kSum);
-  const std::vector<std::vector<float>> arenas = read_raw_inputs(options.inputs);
+  const DType dtype = options.inputs_dtype();
+  const std::vector<std::vector<float>> arenas = read_raw_inputs(options.inputs, dtype);
   const auto world = static_cast<std::uint32_t>(arenas.size());
   const Contract contract = options.inputs_contract();
   LoopbackRanks ranks(world, loopback_options(options, world));
-  const auto records = reduce_on_gpu(ranks, arenas, "inputs", 0, contract, op, options.iters);
-  const std::vector<float> expected_arena = expected_reduction(arenas, contract, op);
-  const Digest expected = digest_floats(expected_arena.data(), expected_arena.size());
+  const auto records =
+      reduce_on_gpu(ranks, arenas, "inputs", 0, contract, op, dtype, options.iters);
+  const std::vector<float> expected_arena = expected_reduction(arenas, contract, op, dtype);
+  const Digest expected = digest_values(expected_arena.data(), expected_arena.size(), dtype);
   WorldResults results = loopback_world_results(world);
   const std::size_t n = arenas[0].size();
-  results.results.push_back(decide_verdict(inputs_case(options.inputs, op, n, contract), contract,
-                                           expected, pointers(records)));
-  results.inputs_line = inputs_line(expected, options.inputs, op, n, contract);
+  results.results.push_back(decide_verdict(inputs_case(options.inputs, op, n, contract, dtype),
+                                           contract, expected, pointers(records)));
+  results.inputs_line = inputs_line(expected, options.inputs, op, n, contract, dtype);
   return finish_run(options, {results}, {});
 }
 
@@ -130,7 +134,7 @@ int run_cuda_loopback(const RunOptions& options) {
           generated = true;
         }
         const auto records = reduce_on_gpu(ranks, arenas, format_case_id(c.id), c.id.seed, contract,
-                                           c.id.op, options.iters);
+                                           c.id.op, c.id.dtype, options.iters);
         results.results.push_back(
             decide_verdict(c.id, contract, c.expected_for(contract), pointers(records)));
       }

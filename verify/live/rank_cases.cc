@@ -32,21 +32,21 @@ void RankReducers::reserve(std::size_t n) {
 }
 
 std::vector<float> RankReducers::reduce_once(const std::vector<float>& arena, Contract contract,
-                                             Op op) {
+                                             Op op, DType dtype) {
   const std::size_t n = arena.size();
   reserve(n);
   device_.upload(buffer_, arena.data(), n * sizeof(float));
   if (contract == Contract::kFixedOrder) {
-    fixed_order_.all_reduce(buffer_, n, op);
+    fixed_order_.all_reduce(buffer_, n, op, dtype);
   } else if (contract == Contract::kExact) {
     if (exact_device_ == nullptr) {
       throw InputError("the exact contract is not available on transport " + transport_.name() +
                        " in this build");
     }
     if (!exact_) exact_ = std::make_unique<ExactReducer>(transport_, *exact_device_);
-    exact_->all_reduce(buffer_, n, op);
+    exact_->all_reduce(buffer_, n, op, dtype);
   } else {
-    library_sum_all_reduce(transport_, device_, buffer_, n, op);
+    library_sum_all_reduce(transport_, device_, buffer_, n, op, dtype);
   }
   device_.synchronize();
   std::vector<float> reduced(n);
@@ -132,9 +132,13 @@ RankReport run_rank_cases(const RunOptions& options, std::uint32_t rank, std::ui
         RankRecord record;
         record.case_id = format_case_id(c.id);
         record.contract = contract;
-        for (std::uint32_t k = 0; k < options.iters; ++k) {
-          const std::vector<float> reduced = reducers.reduce_once(arena, contract, c.id.op);
-          const Digest digest = digest_floats(reduced.data(), reduced.size());
+        if (contract == Contract::kLibrarySum) {
+          record.skipped = reducers.transport().library_sum_unavailable(c.id.dtype);
+        }
+        for (std::uint32_t k = 0; k < options.iters && !record.skipped; ++k) {
+          const std::vector<float> reduced =
+              reducers.reduce_once(arena, contract, c.id.op, c.id.dtype);
+          const Digest digest = digest_values(reduced.data(), reduced.size(), c.id.dtype);
           record.iteration_digests.push_back(digest);
           // Only a result that fails names its element: a passing run streams nothing more.
           if (!record.first_difference && digest != c.expected_for(contract) &&

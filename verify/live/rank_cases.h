@@ -33,7 +33,9 @@ class RankReducers {
   FoldDevice& device() const { return device_; }
 
   // Reduces `arena` once under `contract` (collective) and returns the result on the host.
-  std::vector<float> reduce_once(const std::vector<float>& arena, Contract contract, Op op);
+  // bf16/f16: `arena` holds the dtype's values widened, and so does the result.
+  std::vector<float> reduce_once(const std::vector<float>& arena, Contract contract, Op op,
+                                 DType dtype = DType::kF32);
   // Grows the device buffer to `n` floats now, so a run allocates it once.
   void reserve(std::size_t n);
 

@@ -91,7 +91,8 @@ RankReport run_inputs(RankSession& s, Op op, InputsExpectation& expected) {
   const std::uint64_t own_size = regular_file_size(files[s.launch.rank]);
   agree_across_ranks(*s.link.transport, "inputs: " + std::to_string(files.size()) + " files, " +
                                             std::to_string(own_size) + " bytes each");
-  const std::vector<float> arena = read_f32_file(files[s.launch.rank], kMaxTotalElements);
+  const DType dtype = s.options.inputs_dtype();
+  const std::vector<float> arena = read_raw_inputs({files[s.launch.rank]}, dtype)[0];
   RankReport report;
   report.rank = s.launch.rank;
   report.world = s.launch.world;
@@ -101,20 +102,25 @@ RankReport run_inputs(RankSession& s, Op op, InputsExpectation& expected) {
   record.contract = contract;
   // More files than ranks: each rank holds several, accumulated exactly (exact only).
   const bool accumulated = files.size() > s.launch.world;
+  if (accumulated && dtype != DType::kF32) {
+    throw InputError("--inputs: spreading " + std::to_string(files.size()) + " files over " +
+                     std::to_string(s.launch.world) + " ranks accumulates binary32 only, not " +
+                     std::string(to_string(dtype)));
+  }
   for (std::uint32_t k = 0; k < s.options.iters; ++k) {
     const std::vector<float> reduced =
         accumulated
             ? reduce_inputs_accumulated(*s.link.transport, files, s.launch.rank, s.launch.world, op)
-            : s.reducers->reduce_once(arena, contract, op);
-    record.iteration_digests.push_back(digest_floats(reduced.data(), reduced.size()));
+            : s.reducers->reduce_once(arena, contract, op, dtype);
+    record.iteration_digests.push_back(digest_values(reduced.data(), reduced.size(), dtype));
   }
   report.records.push_back(record);
   if (s.launch.rank == 0) {
     const std::vector<float> expected_arena =
-        expected_reduction(read_raw_inputs(files), contract, op);
-    expected.id = inputs_case(files, op, arena.size(), contract);
-    expected.emulated = digest_floats(expected_arena.data(), expected_arena.size());
-    expected.line = inputs_line(expected.emulated, files, op, arena.size(), contract);
+        expected_reduction(read_raw_inputs(files, dtype), contract, op, dtype);
+    expected.id = inputs_case(files, op, arena.size(), contract, dtype);
+    expected.emulated = digest_values(expected_arena.data(), expected_arena.size(), dtype);
+    expected.line = inputs_line(expected.emulated, files, op, arena.size(), contract, dtype);
   }
   return report;
 }

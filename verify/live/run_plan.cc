@@ -115,7 +115,18 @@ std::vector<PlannedCase> plan_cases(const RunOptions& options) {
     }
     chosen.swap(of_worlds);
   }
+  if (!options.dtypes.empty()) {
+    std::vector<std::size_t> of_dtypes;
+    for (std::size_t i : chosen) {
+      const std::string dtype(to_string(all.cases[i].id.dtype));
+      if (std::find(options.dtypes.begin(), options.dtypes.end(), dtype) != options.dtypes.end()) {
+        of_dtypes.push_back(i);
+      }
+    }
+    chosen.swap(of_dtypes);
+  }
   if (chosen.empty()) {
+    if (!options.dtypes.empty()) throw InputError("no selected case has one of the --dtype given");
     std::string worlds;
     for (std::uint32_t w : options.worlds)
       worlds += (worlds.empty() ? "" : ",") + std::to_string(w);

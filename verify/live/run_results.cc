@@ -97,6 +97,9 @@ CaseResult decide_verdict(const CaseId& data_case, Contract contract, const Dige
   result.id = with_contract(data_case, contract);
   result.expected = expected;
   const std::uint32_t world = data_case.world;
+  if (!records.empty() && records[0] != nullptr && records[0]->skipped) {
+    return skipped_result(data_case, contract, *records[0]->skipped);
+  }
   if (records.size() != world) {
     result.verdict = Verdict::kFailed;
     result.detail = "results from " + std::to_string(records.size()) + " of " +
@@ -182,6 +185,7 @@ nlohmann::json to_json(const RankReport& report) {
     if (record.differing_elements) item["differing_elements"] = *record.differing_elements;
     if (record.max_ulp) item["max_ulp"] = *record.max_ulp;
     if (record.vs_exact) item["vs_exact"] = to_json(*record.vs_exact);
+    if (record.skipped) item["skipped"] = *record.skipped;
     if (record.first_difference) {
       const FirstDifference& d = *record.first_difference;
       item["first_difference"] = {{"iteration", d.iteration},
@@ -214,6 +218,7 @@ RankReport rank_report_from_json(const nlohmann::json& json) {
       }
       if (item.contains("max_ulp")) record.max_ulp = item["max_ulp"].get<std::uint32_t>();
       if (item.contains("vs_exact")) record.vs_exact = error_vs_exact_from_json(item["vs_exact"]);
+      if (item.contains("skipped")) record.skipped = item["skipped"].get<std::string>();
       if (item.contains("first_difference")) {
         const auto& d = item["first_difference"];
         record.first_difference =

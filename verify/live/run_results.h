@@ -40,6 +40,9 @@ struct RankRecord {
   // Set where the result must equal the golden (must_equal_golden) and did not, and on rank 0
   // where a library-sum result lies further from fixed-order's than any association can.
   std::optional<FirstDifference> first_difference;
+  // Set when the contract could not run here (a library-sum of a dtype the transport's library
+  // cannot sum): why. Every rank knows it alike, before anything is sent.
+  std::optional<std::string> skipped;
 };
 
 struct RankReport {

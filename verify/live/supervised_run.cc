@@ -127,7 +127,7 @@ int run_supervised(const RunOptions& options, const std::vector<std::string>& ar
   if (options.inputs.empty()) {
     cases = plan_cases(options);
   } else {
-    check_raw_inputs(options.inputs);  // bad files are named here, before any rank starts
+    check_raw_inputs(options.inputs, options.inputs_dtype());  // bad files are named here, before any rank starts
     input_world = static_cast<std::uint32_t>(options.inputs.size());
     // --world W < M files: M exact addends over W ranks (cmd_run.cc allows it under exact
     // only; rank_worker checks the contract again for ranks under a launcher).

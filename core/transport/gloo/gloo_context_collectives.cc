@@ -51,12 +51,16 @@ void GlooContextTransport::library_sum(float* values, std::size_t n) {
   });
 }
 
+std::optional<std::string> GlooContextTransport::library_sum_unavailable(DType dtype) const {
+  if (dtype != DType::kBF16) return std::nullopt;
+  return "gloo has no library sum of bf16: Debian's Gloo has no bfloat16 type (its only "
+         "half-precision sum is gloo::float16, IEEE binary16)";
+}
+
 void GlooContextTransport::library_sum_half(void* values, std::size_t n, DType dtype) {
   // Refused on every rank before any byte moves: each rank takes this branch alike.
-  if (dtype != DType::kF16) {
-    throw InputError("gloo has no library sum of " + std::string(to_string(dtype)) +
-                     ": Debian's Gloo has no bfloat16 type (its only half-precision sum is "
-                     "gloo::float16, IEEE binary16)");
+  if (const auto why = library_sum_unavailable(dtype); why || dtype == DType::kF32) {
+    throw InputError(why.value_or("gloo: library_sum_half is for bf16 and f16"));
   }
   run("library_sum f16", [&](const std::string& where, const Deadline& deadline) {
     agree_on_count(where, n, deadline);
