@@ -14,6 +14,14 @@ matrices=(
   'w=2,4,8;n=65536,131101;dist=all;seed=11,12;op=sum,mean'
   'w=64,256;n=100003;dist=normal,cancel,exact;seed=5;op=sum,mean'
   'w=2,4;n=16777259;dist=normal,cancel,special;seed=3;op=sum,mean'
+  # bf16 and f16 (issue 19, docs/DESIGN.md §2.5): the same W × N × distribution spread with one
+  # seed each, and one 2^24 + 43 case per dtype, so the live gate in CI stays within its time.
+  # Appended after the binary32 matrices: every binary32 line keeps its place and digest.
+  'dtype=bf16,f16;w=1,2,3,4,5,7,8,16,64,256;n=0,1,3,1000,4099;dist=all;seed=1;op=sum,mean'
+  'dtype=bf16,f16;w=3,5,7,16;n=1000003;dist=all;seed=7;op=sum,mean'
+  'dtype=bf16,f16;w=2,4,8;n=65536,131101;dist=all;seed=11;op=sum,mean'
+  'dtype=bf16,f16;w=64,256;n=100003;dist=normal,cancel,exact;seed=5;op=sum,mean'
+  'dtype=bf16,f16;w=2;n=16777259;dist=normal;seed=3;op=sum'
 )
 for contract in fixed-order exact; do
   args=()

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/fp_environment.h"
 #include "verify/cli/commands.h"
+#include "verify/golden/case_matrix.h"
 #include "verify/cli/parallel.h"
 #include "verify/common/exit_codes.h"
 #include "verify/common/progress.h"
@@ -149,10 +150,8 @@ void setup_check(CLI::App& app, int& exit_code) {
   cmd->add_flag("--status", options->status, "print nothing on stdout; the exit code tells");
   cmd->add_flag("--strict", options->strict, "exit 2 if any line is improperly formatted");
   cmd->add_option("--threads", options->threads, "worker threads (default: one per core)");
-  cmd->add_option("--dtype", options->dtypes,
-                  "verify only the lines of these dtypes, e.g. bf16,f16 (default: all)")
-      ->delimiter(',')
-      ->check(CLI::IsMember({"f32", "bf16", "f16"}));
+  add_dtype_option(*cmd, options->dtypes,
+                   "verify only the lines of these dtypes, e.g. bf16,f16 (default: all)");
   cmd->callback([options, &exit_code] { exit_code = run_check(*options); });
 }
 

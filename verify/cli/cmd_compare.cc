@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "verify/cli/commands.h"
+#include "verify/golden/case_matrix.h"
 #include "verify/common/exit_codes.h"
 #include "verify/golden/report_reader.h"
 
@@ -123,10 +124,8 @@ void setup_compare(CLI::App& app, int& exit_code) {
   cmd->add_option("report_a", options->a, "a report from `run --report`")->required();
   cmd->add_option("report_b", options->b, "another report")->required();
   cmd->add_flag("-v,--verbose", options->verbose, "also list agreeing and one-sided cases");
-  cmd->add_option("--dtype", options->dtypes,
-                  "compare only the cases of these dtypes, e.g. bf16,f16 (default: all)")
-      ->delimiter(',')
-      ->check(CLI::IsMember({"f32", "bf16", "f16"}));
+  add_dtype_option(*cmd, options->dtypes,
+                   "compare only the cases of these dtypes, e.g. bf16,f16 (default: all)");
   cmd->callback([options, &exit_code] { exit_code = run_compare(*options); });
 }
 

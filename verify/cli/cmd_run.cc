@@ -12,6 +12,7 @@
 #include "core/fp_environment.h"
 #include "core/rendezvous/launcher_env.h"
 #include "verify/cli/commands.h"
+#include "verify/golden/case_matrix.h"
 #include "verify/common/exit_codes.h"
 #include "verify/common/output_file.h"
 #include "verify/live/rank_worker.h"
@@ -167,12 +168,10 @@ void setup_run(CLI::App& app, int& exit_code) {
                   "exactly");
   cmd->add_option("--op", o.op, "with --inputs: sum or mean (default sum)")
       ->check(CLI::IsMember({"sum", "mean"}));
-  cmd->add_option("--dtype", o.dtypes,
-                  "run only the cases of these dtypes, e.g. bf16,f16 (default: all; a case id "
+  add_dtype_option(*cmd, o.dtypes,
+                   "run only the cases of these dtypes, e.g. bf16,f16 (default: all; a case id "
                   "names its dtype as dtype=bf16, none for f32); with --inputs the files' one "
-                  "element type (default f32)")
-      ->delimiter(',')
-      ->check(CLI::IsMember({"f32", "bf16", "f16"}));
+                  "element type (default f32)");
   cmd->add_option("--rendezvous", o.rendezvous,
                   "shared directory for rendezvous (default: REDUCE_VERIFY_RENDEZVOUS, or a "
                   "private temporary one when this process spawns the ranks)");

@@ -1,11 +1,37 @@
 #include "verify/golden/case_matrix.h"
 
 #include <limits>
+#include <memory>
 #include <sstream>
 
 #include "core/error.h"
 
 namespace rv {
+namespace {
+std::vector<std::string> parse_words(const std::string& list);
+}  // namespace
+
+void add_dtype_option(CLI::App& app, std::vector<std::string>& dtypes,
+                      const std::string& description) {
+  // One argument per --dtype, split here: a vector option would also swallow the positional
+  // arguments after it (`check --dtype bf16 FILE...`). Repeating the flag appends.
+  auto replaced = std::make_shared<bool>(false);  // the first --dtype replaces the default
+  app.add_option_function<std::string>(
+         "--dtype",
+         [&dtypes, replaced](const std::string& list) {
+           if (!*replaced) dtypes.clear();
+           *replaced = true;
+           for (const std::string& name : parse_words(list)) {
+             if (!parse_dtype(name)) {
+               throw CLI::ValidationError("--dtype", "'" + name + "' is not f32, bf16 or f16");
+             }
+             dtypes.push_back(name);
+           }
+         },
+         description)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->type_name("LIST");
+}
 
 void add_case_matrix_options(CLI::App& app, CaseMatrix& matrix) {
   auto* group = app.add_option_group("case matrix", "the cross product of these lists");
@@ -28,12 +54,9 @@ void add_case_matrix_options(CLI::App& app, CaseMatrix& matrix) {
   group->add_option("--seed", matrix.seeds, "seeds (default: 1)")->delimiter(',');
   group->add_option("--gen", matrix.gen, "generator version (default: the latest)")
       ->check(CLI::Range(1u, kLatestGenerator));
-  group
-      ->add_option("--dtype", matrix.dtypes,
+  add_dtype_option(*group, matrix.dtypes,
                    "element types: f32, bf16, f16 (default: f32); --inputs files hold raw "
-                   "little-endian values of this one dtype")
-      ->delimiter(',')
-      ->check(CLI::IsMember({"f32", "bf16", "f16"}));
+                   "little-endian values of this one dtype");
 }
 
 namespace {

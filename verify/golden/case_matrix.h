@@ -23,6 +23,11 @@ struct CaseMatrix {
   std::vector<std::string> dtypes = {"f32"};  // f32, bf16, f16 (docs/DESIGN.md §2.5)
 };
 
+// Adds --dtype LIST (f32, bf16, f16; comma-separated, repeatable) filling `dtypes`; the first
+// given replaces what `dtypes` held (its default). Bad names are a usage error.
+void add_dtype_option(CLI::App& app, std::vector<std::string>& dtypes,
+                      const std::string& description);
+
 // Adds --contract, --op, --world, --count, --dist, --seed, --gen, --dtype to app
 // (comma-separated lists).
 void add_case_matrix_options(CLI::App& app, CaseMatrix& matrix);
