@@ -57,7 +57,7 @@ RV_C_API const char* rv_last_error(void);
 RV_C_API int rv_api_version(void);
 /* 1 when the CUDA functions below are built in. */
 RV_C_API int rv_built_with_cuda(void);
-/* "reduce-verify 0.1.0 (commit …), C API 1, CUDA yes|no, xxHash 0.8.1": for reports. */
+/* "reduce-verify 0.1.0 (commit …), C API 3, CUDA yes|no, xxHash 0.8.1": for reports. */
 RV_C_API const char* rv_library_info(void);
 
 /* The fixed-order fold on the host: out[i] = ((s_0[i] + s_1[i]) + …) + s_{W-1}[i] (op sum),
