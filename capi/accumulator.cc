@@ -2,24 +2,34 @@
 // points' checks, and the host implementation over rv::ExactAccumulator.
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "capi/accumulator_handle.h"
 #include "capi/last_error.h"
 #include "capi/reduce_verify_c.h"
 #include "capi/stacked_arguments.h"
+#include "core/dtype_arrays.h"
 #include "core/error.h"
 #include "core/exact/exact_accumulator.h"
 
 namespace {
 
+using rv::DType;
 using rv::InputError;
 
 class HostAccumulator final : public rv_accumulator {
  public:
   explicit HostAccumulator(std::size_t count) : accumulator_(count) {}
   std::size_t count() const override { return accumulator_.count(); }
-  void add(const float* values, std::size_t offset, std::size_t n, void*) override {
-    accumulator_.add(values, offset, n);
+  void add(const void* values, std::size_t offset, std::size_t n, DType dtype, void*) override {
+    if (dtype == DType::kF32) {
+      accumulator_.add(static_cast<const float*>(values), offset, n);
+      return;
+    }
+    // Every bf16 and f16 value is a binary32 value: the widened copy adds the same numbers.
+    widened_.resize(n);
+    rv::widen_into(values, n, dtype, widened_.data());
+    accumulator_.add(widened_.data(), offset, n);
   }
   void end_micro_batch() override { accumulator_.end_micro_batch(); }
   void clear(void*) override {
@@ -38,9 +48,17 @@ class HostAccumulator final : public rv_accumulator {
   void export_digits(std::int64_t* words, void*) override {
     accumulator_.export_digits(planned(), words);
   }
-  void finish(const std::int64_t* summed, rv::Op op, std::uint64_t mean_over, float* out,
-              void*) override {
-    rv::finish_accumulated(planned(), summed, op, mean_over, accumulator_.count(), out);
+  void finish(const std::int64_t* summed, rv::Op op, std::uint64_t mean_over, DType dtype,
+              void* out, void*) override {
+    if (dtype == DType::kF32) {
+      rv::finish_accumulated(planned(), summed, op, mean_over, accumulator_.count(),
+                             static_cast<float*>(out));
+      return;
+    }
+    // Rounded once, directly to the dtype, then written as its bytes (an exact narrowing).
+    std::vector<float> widened(accumulator_.count());
+    rv::finish_accumulated(planned(), summed, op, mean_over, widened.size(), widened.data(), dtype);
+    rv::narrow_into(widened.data(), widened.size(), dtype, out);
   }
   void footprint(std::size_t* bytes, std::size_t* wide, std::size_t* flagged) const override {
     *bytes = accumulator_.bytes();
@@ -55,6 +73,7 @@ class HostAccumulator final : public rv_accumulator {
   }
   rv::ExactAccumulator accumulator_;
   std::optional<rv::AccumulatorPlan> plan_;
+  std::vector<float> widened_;  // a half-precision add's values as binary32, reused
 };
 
 rv_accumulator& checked(rv_accumulator* a) {
@@ -92,7 +111,18 @@ extern "C" rv_status rv_accumulator_add(rv_accumulator* accumulator, const float
   return rv::capi::guarded("rv_accumulator_add", [&] {
     rv_accumulator& a = checked(accumulator);
     if (n != 0) non_null(values, "values");
-    a.add(values, offset, n, cuda_stream);
+    a.add(values, offset, n, DType::kF32, cuda_stream);
+  });
+}
+
+extern "C" rv_status rv_accumulator_add_dtype(rv_accumulator* accumulator, const void* values,
+                                              size_t offset, size_t n, int dtype,
+                                              void* cuda_stream) {
+  return rv::capi::guarded("rv_accumulator_add_dtype", [&] {
+    const DType type = rv::capi::dtype_from_c(dtype);
+    rv_accumulator& a = checked(accumulator);
+    if (n != 0) non_null(values, "values");
+    a.add(values, offset, n, type, cuda_stream);
   });
 }
 
@@ -149,7 +179,20 @@ extern "C" rv_status rv_accumulator_finish(rv_accumulator* accumulator, const in
     rv_accumulator& a = checked(accumulator);
     non_null(summed, "summed");
     if (a.count() != 0) non_null(out, "out");
-    a.finish(summed, parsed, mean_over, out, cuda_stream);
+    a.finish(summed, parsed, mean_over, DType::kF32, out, cuda_stream);
+  });
+}
+
+extern "C" rv_status rv_accumulator_finish_dtype(rv_accumulator* accumulator, const int64_t* summed,
+                                                 int op, uint64_t mean_over, int dtype, void* out,
+                                                 void* cuda_stream) {
+  return rv::capi::guarded("rv_accumulator_finish_dtype", [&] {
+    const rv::Op parsed = rv::capi::op_from_c(op);
+    const DType type = rv::capi::dtype_from_c(dtype);
+    rv_accumulator& a = checked(accumulator);
+    non_null(summed, "summed");
+    if (a.count() != 0) non_null(out, "out");
+    a.finish(summed, parsed, mean_over, type, out, cuda_stream);
   });
 }
 

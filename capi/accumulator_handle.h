@@ -10,11 +10,14 @@
 
 #include "capi/reduce_verify_c.h"
 #include "core/contract.h"
+#include "core/dtype.h"
 
 struct rv_accumulator {
   virtual ~rv_accumulator() = default;
   virtual std::size_t count() const = 0;
-  virtual void add(const float* values, std::size_t offset, std::size_t n, void* stream) = 0;
+  // values: n elements of `dtype` (2 bytes each for bf16 and f16), widened exactly.
+  virtual void add(const void* values, std::size_t offset, std::size_t n, rv::DType dtype,
+                   void* stream) = 0;
   virtual void end_micro_batch() = 0;
   virtual void clear(void* stream) = 0;
   virtual std::size_t agreement_size() const = 0;
@@ -23,8 +26,9 @@ struct rv_accumulator {
   // Returns the digit words.
   virtual std::size_t plan(const std::int64_t* host_agreed, std::uint32_t world) = 0;
   virtual void export_digits(std::int64_t* words, void* stream) = 0;
-  virtual void finish(const std::int64_t* summed, rv::Op op, std::uint64_t mean_over, float* out,
-                      void* stream) = 0;
+  // out: count elements of `dtype`, each the sum rounded once to it.
+  virtual void finish(const std::int64_t* summed, rv::Op op, std::uint64_t mean_over,
+                      rv::DType dtype, void* out, void* stream) = 0;
   virtual void footprint(std::size_t* bytes, std::size_t* wide, std::size_t* flagged) const = 0;
 };
 

@@ -25,6 +25,16 @@ extern "C" rv_status rv_cuda_exact_reduce_stacked(int, const float*, uint32_t, s
   return rv::capi::guarded("rv_cuda_exact_reduce_stacked", [] { unsupported(); });
 }
 
+extern "C" rv_status rv_cuda_fold_stacked_dtype(int, const void*, uint32_t, size_t, size_t, int,
+                                                int, void*, void*) {
+  return rv::capi::guarded("rv_cuda_fold_stacked_dtype", [] { unsupported(); });
+}
+
+extern "C" rv_status rv_cuda_exact_reduce_stacked_dtype(int, const void*, uint32_t, size_t, size_t,
+                                                        int, int, void*, void*) {
+  return rv::capi::guarded("rv_cuda_exact_reduce_stacked_dtype", [] { unsupported(); });
+}
+
 extern "C" rv_status rv_cuda_digest_tree_leaves(int, const void*, size_t, void*, void*) {
   return rv::capi::guarded("rv_cuda_digest_tree_leaves", [] { unsupported(); });
 }

@@ -30,7 +30,7 @@ extern "C" {
 
 /* Raised whenever a function's signature or meaning changes; the Python package refuses a
  * library whose version differs from its own. */
-#define RV_C_API_VERSION 2
+#define RV_C_API_VERSION 3
 
 typedef enum rv_status {
   RV_OK = 0,
@@ -42,6 +42,14 @@ typedef enum rv_status {
 
 typedef enum rv_op { RV_OP_SUM = 0, RV_OP_MEAN = 1 } rv_op;
 
+/* The element types (docs/DESIGN.md §2.5): binary32 (4 bytes an element), bfloat16 and IEEE
+ * binary16 (2 bytes an element, little-endian, as torch.bfloat16 / torch.float16 store them).
+ * The *_dtype functions take and write elements of the dtype itself: a half-precision addend
+ * is widened to binary32 (exact), and the result rounded to the dtype once, as the contract
+ * says (fixed-order: after the binary32 fold; exact: the exact sum itself, never through
+ * binary32). Any other value is RV_INPUT_ERROR naming it. Since C API 3. */
+typedef enum rv_dtype { RV_DTYPE_F32 = 0, RV_DTYPE_BF16 = 1, RV_DTYPE_F16 = 2 } rv_dtype;
+
 /* The message of the calling thread's last failure ("" after a success). Valid until the
  * thread's next call into this library. */
 RV_C_API const char* rv_last_error(void);
@@ -49,7 +57,7 @@ RV_C_API const char* rv_last_error(void);
 RV_C_API int rv_api_version(void);
 /* 1 when the CUDA functions below are built in. */
 RV_C_API int rv_built_with_cuda(void);
-/* "reduce-verify 0.1.0 (commit …), C API 1, CUDA yes|no, xxHash 0.8.1": for reports. */
+/* "reduce-verify 0.1.0 (commit …), C API 3, CUDA yes|no, xxHash 0.8.1": for reports. */
 RV_C_API const char* rv_library_info(void);
 
 /* The fixed-order fold on the host: out[i] = ((s_0[i] + s_1[i]) + …) + s_{W-1}[i] (op sum),
@@ -65,8 +73,20 @@ RV_C_API rv_status rv_fold_stacked(const float* stacked, uint32_t world, size_t 
 RV_C_API rv_status rv_exact_reduce_stacked(const float* stacked, uint32_t world, size_t slot_stride,
                                            size_t n, int op, float* out);
 
+/* The same over elements of `dtype` (rv_dtype): stacked, out and slot_stride count elements
+ * of that dtype (2 bytes for bf16 and f16). RV_DTYPE_F32 is rv_fold_stacked /
+ * rv_exact_reduce_stacked exactly. */
+RV_C_API rv_status rv_fold_stacked_dtype(const void* stacked, uint32_t world, size_t slot_stride,
+                                         size_t n, int op, int dtype, void* out);
+RV_C_API rv_status rv_exact_reduce_stacked_dtype(const void* stacked, uint32_t world,
+                                                 size_t slot_stride, size_t n, int op, int dtype,
+                                                 void* out);
+
 /* The digest of `count` host floats: 32 lowercase hex digits and a NUL in hex_out[33]. */
 RV_C_API rv_status rv_digest_floats(const float* values, size_t count, char* hex_out);
+/* The digest of `count` host elements of `dtype`: XXH3-128 of their own bytes (2 an element
+ * for bf16 and f16), what `reduce-verify digest --dtype …` prints for them. */
+RV_C_API rv_status rv_digest_values(const void* values, size_t count, int dtype, char* hex_out);
 
 /* The same on a GPU: every pointer a device pointer of `device`, enqueued on `cuda_stream`
  * (a cudaStream_t of that device; NULL for its default stream); the call returns once the
@@ -76,12 +96,29 @@ RV_C_API rv_status rv_cuda_fold_stacked(int device, const float* d_stacked, uint
                                         size_t slot_stride, size_t n, int op, float* d_out,
                                         void* cuda_stream);
 
+/* The fixed-order fold of elements of `dtype` on a GPU: each slot widened into a scratch
+ * binary32 table on `cuda_stream` (stream-ordered memory: the call still returns once the work
+ * is enqueued), the binary32 kernel, the result narrowed into d_out. */
+RV_C_API rv_status rv_cuda_fold_stacked_dtype(int device, const void* d_stacked, uint32_t world,
+                                              size_t slot_stride, size_t n, int op, int dtype,
+                                              void* d_out, void* cuda_stream);
+
 /* The exact contract on a GPU: one kernel on `cuda_stream` finds each element's window, sums
  * every element's digits and rounds, with no host synchronisation and no scratch memory; the
  * call returns once it is enqueued. Layout and aliasing as rv_exact_reduce_stacked. */
 RV_C_API rv_status rv_cuda_exact_reduce_stacked(int device, const float* d_stacked, uint32_t world,
                                                 size_t slot_stride, size_t n, int op, float* d_out,
                                                 void* cuda_stream);
+
+/* The exact contract over elements of `dtype` on a GPU. RV_DTYPE_F32 is
+ * rv_cuda_exact_reduce_stacked. For bf16 and f16 the device has no kernel yet that rounds an
+ * exact sum to a half format (docs/DESIGN.md §2.5), and rounding the binary32 result again
+ * would round twice: the table is copied to the host, reduced there by the law and copied
+ * back, and the call returns once `cuda_stream` has finished it (correct, not fast). */
+RV_C_API rv_status rv_cuda_exact_reduce_stacked_dtype(int device, const void* d_stacked,
+                                                      uint32_t world, size_t slot_stride, size_t n,
+                                                      int op, int dtype, void* d_out,
+                                                      void* cuda_stream);
 
 /* Exact gradient accumulation (docs/DESIGN.md §11): an accumulator of `count` elements takes
  * float32 arrays any number of times into exact per-element sums; the ranks' accumulators
@@ -103,6 +140,11 @@ RV_C_API rv_status rv_accumulator_destroy(rv_accumulator* accumulator);
  * starts a block), offset + n ≤ count. */
 RV_C_API rv_status rv_accumulator_add(rv_accumulator* accumulator, const float* values,
                                       size_t offset, size_t n, void* cuda_stream);
+/* The same for n elements of `dtype` (2 bytes each for bf16 and f16), each widened exactly: the
+ * sums are of the same values. On a device the widened copy is kept until the add is settled
+ * (values itself may be reused once the call returns). */
+RV_C_API rv_status rv_accumulator_add_dtype(rv_accumulator* accumulator, const void* values,
+                                            size_t offset, size_t n, int dtype, void* cuda_stream);
 /* Counts one micro-batch (the count every rank's digit word 0 carries into the sum). */
 RV_C_API rv_status rv_accumulator_end_micro_batch(rv_accumulator* accumulator);
 /* Back to an empty accumulator. */
@@ -124,6 +166,13 @@ RV_C_API rv_status rv_accumulator_export_digits(rv_accumulator* accumulator, int
 /* The results from the SUM-reduced digit words into out[0, count). */
 RV_C_API rv_status rv_accumulator_finish(rv_accumulator* accumulator, const int64_t* summed, int op,
                                          uint64_t mean_over, float* out, void* cuda_stream);
+/* The same with each result rounded once, directly to `dtype` (never through binary32), and
+ * written as that dtype's elements into out[0, count). On a device with bf16 or f16 the summed
+ * words are copied to the host and rounded there (the device rounds to binary32 only): the
+ * call returns once the results are in d_out. */
+RV_C_API rv_status rv_accumulator_finish_dtype(rv_accumulator* accumulator, const int64_t* summed,
+                                               int op, uint64_t mean_over, int dtype, void* out,
+                                               void* cuda_stream);
 /* What it costs: bytes held (device and host), blocks kept wide, blocks with special flags. */
 RV_C_API rv_status rv_accumulator_footprint(const rv_accumulator* accumulator, size_t* bytes,
                                             size_t* wide_blocks, size_t* flagged_blocks);

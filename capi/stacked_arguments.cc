@@ -15,6 +15,14 @@ Op op_from_c(int op) {
   throw InputError("op " + std::to_string(op) + " is neither RV_OP_SUM (0) nor RV_OP_MEAN (1)");
 }
 
+DType dtype_from_c(int dtype) {
+  if (dtype == RV_DTYPE_F32) return DType::kF32;
+  if (dtype == RV_DTYPE_BF16) return DType::kBF16;
+  if (dtype == RV_DTYPE_F16) return DType::kF16;
+  throw InputError("dtype " + std::to_string(dtype) +
+                   " is none of RV_DTYPE_F32 (0), RV_DTYPE_BF16 (1), RV_DTYPE_F16 (2)");
+}
+
 void check_stacked_arguments(const StackedArguments& args) {
   RV_ENFORCE_GE(InputError, args.world, 1u, "a reduction needs at least one rank");
   RV_ENFORCE_LE(InputError, args.world, args.max_world, "world is beyond this contract's largest");
@@ -24,11 +32,12 @@ void check_stacked_arguments(const StackedArguments& args) {
   if (args.world > 1) {
     RV_ENFORCE_GE(InputError, args.slot_stride, args.n, "slots would overlap: slot_stride < n");
   }
-  // The table spans (W − 1) × stride + n floats from `stacked`; all in bytes from here on.
+  // The table spans (W − 1) × stride + n elements from `stacked`; all in bytes from here on.
   constexpr std::uintptr_t kMax = std::numeric_limits<std::uintptr_t>::max();
-  const std::uintptr_t stride_bytes = args.slot_stride * sizeof(float);
-  const std::uintptr_t n_bytes = args.n * sizeof(float);
-  if (args.slot_stride > kMax / sizeof(float) || args.n > kMax / sizeof(float) ||
+  const std::size_t size = args.element_bytes;
+  const std::uintptr_t stride_bytes = args.slot_stride * size;
+  const std::uintptr_t n_bytes = args.n * size;
+  if (args.slot_stride > kMax / size || args.n > kMax / size ||
       (args.world > 1 && stride_bytes > (kMax - n_bytes) / (args.world - 1))) {
     throw InputError("the stacked table does not fit the address space (world " +
                      std::to_string(args.world) + ", slot_stride " +

@@ -8,19 +8,24 @@
 #include <cstdint>
 
 #include "core/contract.h"
+#include "core/dtype.h"
 
 namespace rv::capi {
 
 // RV_OP_SUM or RV_OP_MEAN, else InputError naming the value.
 Op op_from_c(int op);
+// RV_DTYPE_F32, RV_DTYPE_BF16 or RV_DTYPE_F16, else InputError naming the value.
+DType dtype_from_c(int dtype);
 
 struct StackedArguments {
-  const float* stacked;
+  const void* stacked;
   std::uint32_t world;
   std::size_t slot_stride;
   std::size_t n;
-  const float* out;
+  const void* out;
   std::uint32_t max_world;  // the contract's largest world
+  // Bytes of one element (slot_stride and n count elements): 4, or 2 for bf16 and f16.
+  std::size_t element_bytes = sizeof(float);
 };
 
 // Throws InputError naming the argument: world outside [1, max_world], a stride shorter than

@@ -497,7 +497,7 @@ std::uint64_t summed_micro_batches(const AccumulatorPlan&, const std::int64_t* s
 }
 
 void finish_accumulated(const AccumulatorPlan& plan, const std::int64_t* summed, Op op,
-                        std::uint64_t mean_over, std::size_t count, float* out) {
+                        std::uint64_t mean_over, std::size_t count, float* out, DType dtype) {
   const bool mean = op == Op::kMean;
   if (mean && (mean_over == 0 || mean_over > exact::kMaxWorld)) {
     throw InputError(detail::concat("exact accumulator: mean_over = ", mean_over,
@@ -517,7 +517,7 @@ void finish_accumulated(const AccumulatorPlan& plan, const std::int64_t* summed,
         static_cast<std::int64_t>(plan.offset[b]), static_cast<std::int32_t>(plan.bottom[b]),
         static_cast<std::int16_t>(plan.limbs[b]), static_cast<std::int16_t>(plan.special[b])};
   }
-  exact_round(summed, contract_plan, op, out);
+  exact_round(summed, contract_plan, op, out, dtype);
 }
 
 void finish_accumulated_block(const AccumulatorPlan& plan, std::size_t b, const std::int64_t* in,

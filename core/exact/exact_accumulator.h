@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/contract.h"
+#include "core/dtype.h"
 #include "core/exact/exact_law.h"
 
 namespace rv {
@@ -126,9 +127,12 @@ class ExactAccumulator {
 // The micro-batches of every rank, from the summed digit words.
 std::uint64_t summed_micro_batches(const AccumulatorPlan& plan, const std::int64_t* summed);
 // The results from the summed digit words: RN(S) for op sum, RN(S / mean_over) for op mean
-// (1 ≤ mean_over ≤ exact::kMaxWorld), into out[0, plan's count).
+// (1 ≤ mean_over ≤ exact::kMaxWorld), into out[0, plan's count). For bf16 and f16 (the
+// accumulated addends were values of that dtype, widened) each result is rounded once,
+// directly to the dtype (docs/DESIGN.md §2.5), and written as its binary32 widening.
 void finish_accumulated(const AccumulatorPlan& plan, const std::int64_t* summed, Op op,
-                        std::uint64_t mean_over, std::size_t count, float* out);
+                        std::uint64_t mean_over, std::size_t count, float* out,
+                        DType dtype = DType::kF32);
 
 // The same for one block: its summed words (summed + plan.offset[block]) into its results
 // (out + block × kBlock).

@@ -11,9 +11,10 @@ import threading
 
 from .errors import InputError, InternalError, LibraryNotFound, RuntimeFailure, Unsupported
 
-API_VERSION = 2  # RV_C_API_VERSION this package speaks
+API_VERSION = 3  # RV_C_API_VERSION this package speaks
 LIBRARY_NAME = "libreduce_verify_c.so"
 OP_SUM, OP_MEAN = 0, 1
+DTYPE_F32, DTYPE_BF16, DTYPE_F16 = 0, 1, 2  # rv_dtype
 
 _STATUS_ERRORS = {1: InputError, 2: RuntimeFailure, 3: InternalError, 4: Unsupported}
 
@@ -28,6 +29,22 @@ _SIGNATURES = {
     "rv_exact_reduce_stacked": (ctypes.c_int, [_f32p, ctypes.c_uint32, ctypes.c_size_t,
                                                ctypes.c_size_t, ctypes.c_int, _f32p]),
     "rv_digest_floats": (ctypes.c_int, [_f32p, ctypes.c_size_t, ctypes.c_char_p]),
+    "rv_digest_values": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
+                                        ctypes.c_char_p]),
+    "rv_fold_stacked_dtype": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_size_t,
+                                             ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                                             ctypes.c_void_p]),
+    "rv_exact_reduce_stacked_dtype": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_uint32,
+                                                     ctypes.c_size_t, ctypes.c_size_t, ctypes.c_int,
+                                                     ctypes.c_int, ctypes.c_void_p]),
+    "rv_cuda_fold_stacked_dtype": (ctypes.c_int, [ctypes.c_int, ctypes.c_void_p, ctypes.c_uint32,
+                                                  ctypes.c_size_t, ctypes.c_size_t, ctypes.c_int,
+                                                  ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]),
+    "rv_cuda_exact_reduce_stacked_dtype": (ctypes.c_int, [ctypes.c_int, ctypes.c_void_p,
+                                                          ctypes.c_uint32, ctypes.c_size_t,
+                                                          ctypes.c_size_t, ctypes.c_int,
+                                                          ctypes.c_int, ctypes.c_void_p,
+                                                          ctypes.c_void_p]),
     "rv_cuda_fold_stacked": (ctypes.c_int, [ctypes.c_int, _f32p, ctypes.c_uint32, ctypes.c_size_t,
                                             ctypes.c_size_t, ctypes.c_int, _f32p,
                                             ctypes.c_void_p]),

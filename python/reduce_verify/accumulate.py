@@ -13,6 +13,12 @@ the split, the order or the grouping. Ranks may hold different numbers of micro-
 DDP, run every micro-batch's backward under ddp.no_sync() (DDP must not all-reduce in float)
 and pass the DDP module or its module.
 
+bfloat16 and float16 gradients are added as the binary32 values they are (widening is exact),
+and each result is rounded once, directly to its parameter's dtype (docs/DESIGN.md §2.5):
+the correctly rounded mean in that dtype. Any other dtype (float64, say) is an InputError
+naming it at the first add(), and reduce() refuses it on every rank once they agreed on the
+layout: nothing is reduced another way.
+
 The prerequisite: the split must not change a micro-batch's own gradient, so the micro-batch
 size is fixed and the kernels deterministic (torch.use_deterministic_algorithms(True), a fixed
 torch.set_num_threads on the CPU)."""
@@ -26,7 +32,7 @@ import torch.distributed as dist
 
 from . import _library
 from .errors import InputError, WorldDisagreement
-from .tensors import digest
+from .tensors import DTYPES, SUPPORTED, digest, dtype_code, dtype_name
 
 BLOCK = 1024  # exact::kBlock: every parameter starts a block of the accumulator
 _HEADER_FIELDS = ("magic", "accumulator length", "layout (parameter shapes and dtypes)", "op",
@@ -39,6 +45,8 @@ _SIGNATURES = {
     "rv_accumulator_create": [_c.c_size_t, _c.c_int, _c.c_void_p],
     "rv_accumulator_destroy": [_c.c_void_p],
     "rv_accumulator_add": [_c.c_void_p, _c.c_void_p, _c.c_size_t, _c.c_size_t, _c.c_void_p],
+    "rv_accumulator_add_dtype": [_c.c_void_p, _c.c_void_p, _c.c_size_t, _c.c_size_t, _c.c_int,
+                                 _c.c_void_p],
     "rv_accumulator_end_micro_batch": [_c.c_void_p],
     "rv_accumulator_clear": [_c.c_void_p, _c.c_void_p],
     "rv_accumulator_agreement_size": [_c.c_void_p, _c.c_void_p],
@@ -48,6 +56,8 @@ _SIGNATURES = {
     "rv_accumulator_export_digits": [_c.c_void_p, _c.c_void_p, _c.c_void_p],
     "rv_accumulator_finish": [_c.c_void_p, _c.c_void_p, _c.c_int, _c.c_uint64, _c.c_void_p,
                               _c.c_void_p],
+    "rv_accumulator_finish_dtype": [_c.c_void_p, _c.c_void_p, _c.c_int, _c.c_uint64, _c.c_int,
+                                    _c.c_void_p, _c.c_void_p],
     "rv_accumulator_footprint": [_c.c_void_p, _c.c_void_p, _c.c_void_p, _c.c_void_p],
 }
 _declared = None
@@ -92,8 +102,11 @@ class ExactGradAccumulator:
     that requires a gradient on one device (the CPU, or one CUDA device). group: a
     torch.distributed process group (None: the default group when one is initialised, else a
     world of one process). record_digests: keep the digest of each micro-batch's gradient (the
-    parameters' gradients concatenated) in .records; record_dir: also write each one as raw
-    float32 (rank<R>-mb<K>.f32) for `reduce-verify digest --contract exact --inputs`."""
+    parameters' gradients concatenated) in .records; record_dir: also write each one as the raw
+    bytes of its dtype (rank<R>-mb<K>.f32, .bf16 or .f16) for `reduce-verify digest --contract
+    exact --dtype <that dtype> --inputs` (recording needs every parameter of one dtype).
+    Parameters may be float32, bfloat16 and float16, mixed: each result is written in its
+    parameter's dtype."""
 
     def __init__(self, model, group=None, record_digests=False, record_dir=None):
         self._params = _parameters_of(model)
@@ -107,6 +120,10 @@ class ExactGradAccumulator:
                                  f"the first one on {self._device}: one device per accumulator")
         if self._device.type not in ("cpu", "cuda"):
             raise InputError(f"ExactGradAccumulator: parameters on {self._device} (CPU or CUDA)")
+        # Another dtype is refused at the first add() and in reduce(), after the layout's
+        # agreement, so that a world whose ranks differ in dtypes still learns it on every rank.
+        self._unsupported = [f"{name} ({p.dtype})" for name, p in self._params
+                             if p.dtype not in DTYPES]
         self._offsets = []
         count = 0
         for _, p in self._params:
@@ -160,9 +177,13 @@ class ExactGradAccumulator:
             g = p.grad
             if g is None:
                 continue
-            if g.dtype != torch.float32:
+            if g.dtype not in DTYPES:
                 raise InputError(f"ExactGradAccumulator.add: the gradient of {name} is {g.dtype}; "
-                                 "the exact accumulator adds float32 gradients")
+                                 f"the exact accumulator adds {SUPPORTED} gradients")
+            if g.dtype != p.dtype:
+                raise InputError(f"ExactGradAccumulator.add: the gradient of {name} is {g.dtype}, "
+                                 f"the parameter {p.dtype}: the result is written in the "
+                                 "parameter's dtype")
             if g.device != self._device:
                 raise InputError(f"ExactGradAccumulator.add: the gradient of {name} is on "
                                  f"{g.device}, the accumulator on {self._device}")
@@ -170,6 +191,10 @@ class ExactGradAccumulator:
                 raise InputError(f"ExactGradAccumulator.add: the gradient of {name} is sparse")
             grads.append((name, p, g))
         if self.record_digests or self.record_dir is not None:
+            dtypes = sorted({str(p.dtype) for _, p in self._params})
+            if len(dtypes) > 1:
+                raise InputError("ExactGradAccumulator: a recorded micro-batch is one array of "
+                                 f"one dtype, and these parameters are {', '.join(dtypes)}")
             flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1)
                               for _, p in self._params])
             self.records.append({"micro_batch": self._local_micro_batches,
@@ -180,9 +205,11 @@ class ExactGradAccumulator:
                 rank = self.record_rank
                 if rank is None:
                     rank = dist.get_rank(self._group) if dist.is_initialized() else 0
-                path = folder / f"rank{rank}-mb{self._local_micro_batches:04d}.f32"
+                suffix = dtype_name(flat.dtype)
+                path = folder / f"rank{rank}-mb{self._local_micro_batches:04d}.{suffix}"
                 host = flat.detach().to("cpu").contiguous()
-                path.write_bytes(_c.string_at(host.data_ptr(), host.numel() * 4))  # little-endian
+                path.write_bytes(_c.string_at(host.data_ptr(),  # little-endian
+                                              host.numel() * host.element_size()))
         lib = _lib()
         stream = self._stream()
         offsets = dict((id(p), o) for (_, p), o in zip(self._params, self._offsets))
@@ -192,8 +219,9 @@ class ExactGradAccumulator:
         for name, p, g in grads:
             g = g.detach().contiguous()
             added.append(g)
-            _library.check(lib.rv_accumulator_add(self._handle, g.data_ptr(), offsets[id(p)],
-                                                  g.numel(), stream))
+            _library.check(lib.rv_accumulator_add_dtype(self._handle, g.data_ptr(),
+                                                        offsets[id(p)], g.numel(),
+                                                        dtype_code(g.dtype), stream))
             p.grad = None
         _library.check(lib.rv_accumulator_end_micro_batch(self._handle))
         del added
@@ -300,12 +328,22 @@ def _reduce(accumulators, mean_over, op, world, all_reduce, combine=None):
     if op == "mean" and divisor == 0:
         raise InputError("ExactGradAccumulator.reduce: no rank added a micro-batch, and "
                          "mean_over is not given: a mean over nothing")
-    out = torch.empty(first.count, dtype=torch.float32, device=first._device)
-    _library.check(lib.rv_accumulator_finish(first._handle, summed.data_ptr(), c_op,
-                                             divisor if op == "mean" else 0, out.data_ptr(),
-                                             first._stream()))
+    if first._unsupported:  # every rank agreed on this layout: every rank raises here
+        raise InputError("ExactGradAccumulator.reduce: parameter(s) "
+                         f"{', '.join(first._unsupported)} are not {SUPPORTED}; nothing is "
+                         "reduced another way")
+    # One rounding of the whole accumulator per dtype its parameters hold (finishing is a
+    # function of the summed words: each pass rounds every element to its dtype).
+    outs = {}
+    for dtype in {p.dtype for _, p in first._params}:
+        out = torch.empty(first.count, dtype=dtype, device=first._device)
+        _library.check(lib.rv_accumulator_finish_dtype(first._handle, summed.data_ptr(), c_op,
+                                                       divisor if op == "mean" else 0,
+                                                       dtype_code(dtype), out.data_ptr(),
+                                                       first._stream()))
+        outs[dtype] = out
     for (_, p), offset in zip(first._params, first._offsets):
-        p.grad = out[offset:offset + p.numel()].view_as(p)
+        p.grad = outs[p.dtype][offset:offset + p.numel()].view_as(p)
     for acc in accumulators:
         _library.check(lib.rv_accumulator_clear(acc._handle, acc._stream()))
         acc._local_micro_batches = 0

@@ -1,8 +1,8 @@
 """Recorder: dumps chosen steps' per-rank bucket gradients, so that a real training run's
 reductions can be replayed on any other box through the command-line tool:
 
-    reduce-verify digest --op mean --inputs step000003/bucket000/rank*.f32
-    reduce-verify run --transport gloo --op mean --inputs step000003/bucket000/rank*.f32
+    reduce-verify digest --op mean --dtype f32 --inputs step000003/bucket000/rank*.f32
+    reduce-verify run --transport gloo --op mean --dtype f32 --inputs step000003/bucket000/rank*.f32
 
 each print, as the first token of their line, the digest the run got (the manifest's
 `result_digest`), or another digest where that box's reduction differs.
@@ -13,8 +13,11 @@ r's bucket):
 
     manifest.jsonl                            one JSON object a line, one line per recorded
                                               (step, bucket), appended as each is captured
-    step<S>/bucket<B>/rank<R>.f32             raw little-endian binary32, zero-padded numbers
-                                              so that a shell glob lists the ranks in order
+    step<S>/bucket<B>/rank<R>.<dtype>         raw little-endian values of the bucket's dtype
+                                              (.f32 binary32, .bf16 bfloat16, .f16 binary16:
+                                              the manifest's "dtype", the tool's --dtype),
+                                              zero-padded numbers so that a shell glob lists
+                                              the ranks in order
 
 A step is what the hook's HookState counts: synchronised backward passes (the optimizer
 steps of the usual loop; under no_sync() gradient accumulation, not the forward passes).
@@ -34,9 +37,11 @@ import torch
 
 from . import _library
 from .errors import InputError
-from .tensors import check_little_endian, digest, values_of
+from .tensors import check_little_endian, digest, dtype_name, values_of
 
-FORMAT = "reduce-verify torch recording 2"
+# 3: "dtype" is the tool's spelling (f32, bf16, f16), the files are named by it, and the
+# replays pass it as --dtype.
+FORMAT = "reduce-verify torch recording 3"
 MANIFEST = "manifest.jsonl"
 
 
@@ -62,8 +67,9 @@ def _write_atomically(path, data):
 
 
 def _raw_bytes(tensor):
+    """The tensor's elements as the bytes of its dtype (little-endian: check_little_endian)."""
     host = values_of(tensor.detach().to("cpu"))
-    return ctypes.string_at(host.data_ptr(), host.numel() * 4)
+    return ctypes.string_at(host.data_ptr(), host.numel() * host.element_size())
 
 
 def _parse_steps(steps) -> frozenset:
@@ -162,21 +168,22 @@ class Recorder:
             return
         folder = pathlib.Path(f"step{step:06d}") / f"bucket{bucket:03d}"
         (self.directory / folder).mkdir(parents=True, exist_ok=True)
+        dtype = dtype_name(inputs.dtype)
         files, digests = [], []
         for r in range(world):
-            relative = folder / f"rank{r:04d}.f32"
+            relative = folder / f"rank{r:04d}.{dtype}"
             _write_atomically(self.directory / relative, _raw_bytes(inputs[r]))
             files.append(str(relative))
             digests.append(digest(inputs[r]))
-        contract_option = "" if contract == "fixed-order" else " --contract exact"
-        inputs_glob = f"{folder}/rank*.f32"
+        options = ("" if contract == "fixed-order" else " --contract exact") + f" --dtype {dtype}"
+        inputs_glob = f"{folder}/rank*.{dtype}"
         entry = {
             "format": FORMAT,
             "step": step,
             "bucket": bucket,
             "world": world,
             "count": int(result.numel()),
-            "dtype": "float32",
+            "dtype": dtype,
             "byte_order": "little",
             "contract": contract,
             "op": op,
@@ -189,8 +196,8 @@ class Recorder:
             # The tool's path is the installed package's (reduce_verify.tool_path()), or
             # `reduce-verify` where it is on PATH.
             "replay": [
-                f"reduce-verify digest --op {op}{contract_option} --inputs {inputs_glob}",
-                f"reduce-verify run --transport gloo --op {op}{contract_option} "
+                f"reduce-verify digest --op {op}{options} --inputs {inputs_glob}",
+                f"reduce-verify run --transport gloo --op {op}{options} "
                 f"--inputs {inputs_glob}",
             ],
         }

@@ -1,5 +1,7 @@
 """Tensor-level entry points over the C ABI: the digest of a tensor and the reduction of a
-stacked W × n table, on the CPU or a CUDA device. Both read float32 only."""
+stacked W × n table, on the CPU or a CUDA device. Both read torch.float32, torch.bfloat16 and
+torch.float16 (docs/DESIGN.md §2.5: a half-precision addend is widened to binary32 exactly and
+the result rounded to its dtype once), and refuse every other dtype by name."""
 
 import ctypes
 import sys
@@ -11,20 +13,45 @@ from .errors import InputError, Unsupported
 
 CONTRACTS = ("fixed-order", "exact")
 OPS = {"sum": _library.OP_SUM, "mean": _library.OP_MEAN}
+# The dtypes the contracts are defined on: torch's, the C ABI's rv_dtype, and the spelling of
+# manifests and of the command line's --dtype (core/dtype.h).
+DTYPES = {torch.float32: (_library.DTYPE_F32, "f32"),
+          torch.bfloat16: (_library.DTYPE_BF16, "bf16"),
+          torch.float16: (_library.DTYPE_F16, "f16")}
+SUPPORTED = "torch.float32, torch.bfloat16 or torch.float16"
 
 
-def check_float32(tensor: torch.Tensor, what: str) -> None:
+def dtype_code(dtype: torch.dtype) -> int:
+    """The C ABI's rv_dtype of a torch dtype; InputError naming any other."""
+    if dtype not in DTYPES:
+        raise InputError(f"{dtype} is not {SUPPORTED}: reduce-verify's contracts are defined "
+                         "on binary32, bfloat16 and binary16 only, and nothing is converted "
+                         "silently")
+    return DTYPES[dtype][0]
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """"f32", "bf16" or "f16": the tool's --dtype and the manifests' spelling."""
+    dtype_code(dtype)
+    return DTYPES[dtype][1]
+
+
+def check_reducible(tensor: torch.Tensor, what: str) -> int:
+    """Refuses, naming the cause, a tensor the C ABI cannot read: not a tensor, another dtype
+    than float32, bfloat16 and float16, sparse, or on a device without host-visible bytes.
+    Returns the tensor's rv_dtype."""
     if not isinstance(tensor, torch.Tensor):
         raise InputError(f"{what} is a {type(tensor).__name__}, not a torch.Tensor")
-    if tensor.dtype != torch.float32:
+    if tensor.dtype not in DTYPES:
         raise InputError(f"{what} holds {tensor.dtype}; reduce-verify's contracts are defined "
-                         "on binary32 only (torch.float32): nothing is converted silently")
+                         f"on {SUPPORTED} only: nothing is converted silently")
     if tensor.layout != torch.strided:
         raise InputError(f"{what} is {'sparse' if tensor.is_sparse else tensor.layout}; only "
-                         "dense (strided) float32 tensors are reduced")
+                         "dense (strided) tensors are reduced")
     if tensor.device.type not in ("cpu", "cuda"):
         raise InputError(f"{what} is on {tensor.device}, which holds no bytes this package "
                          "reads (cpu and cuda tensors are supported)")
+    return DTYPES[tensor.dtype][0]
 
 
 def values_of(tensor: torch.Tensor) -> torch.Tensor:
@@ -48,7 +75,7 @@ def check_raw(tensor: torch.Tensor, what: str) -> None:
 def check_little_endian() -> None:
     if sys.byteorder != "little":
         raise Unsupported("this host is big-endian; digests and recordings are defined on "
-                          "little-endian binary32 bytes")
+                          "little-endian bytes")
 
 
 def parse_op(op: str) -> int:
@@ -66,14 +93,16 @@ def parse_contract(contract: str) -> str:
 
 def digest(tensor: torch.Tensor) -> str:
     """The XXH3-128 digest (32 lowercase hex digits) of the tensor's values as little-endian
-    binary32 in row-major order: what `reduce-verify digest` prints for a reduced arena of the
+    elements of its dtype in row-major order (4 bytes for float32, 2 for bfloat16 and
+    float16): what `reduce-verify digest [--dtype bf16|f16]` prints for a reduced arena of the
     same bytes, and what `xxh128sum` prints for a file holding them. CUDA tensors are copied
     to the host first."""
-    check_float32(tensor, "the tensor to digest")
+    code = check_reducible(tensor, "the tensor to digest")
     check_little_endian()
     host = values_of(tensor.detach().to("cpu"))
     hex_out = ctypes.create_string_buffer(33)
-    _library.check(_library.library().rv_digest_floats(host.data_ptr(), host.numel(), hex_out))
+    _library.check(_library.library().rv_digest_values(host.data_ptr(), host.numel(), code,
+                                                       hex_out))
     return hex_out.value.decode()
 
 
@@ -82,33 +111,51 @@ def _cuda_stream_of(device):
 
 
 def reduce_stacked_into(stacked, world, slot_stride, n, op, contract, out):
-    """The C ABI's reduction over raw tensors: `stacked` (float32, contiguous) holds W slots
-    of n values, slot_stride apart; `out` (n float32, contiguous, same device; it may be slot
-    0 itself) receives the result. CUDA tensors are reduced on the device's current stream."""
+    """The C ABI's reduction over raw tensors: `stacked` (float32, bfloat16 or float16,
+    contiguous) holds W slots of n values, slot_stride apart; `out` (n values of the same
+    dtype, contiguous, same device; it may be slot 0 itself) receives the result, rounded to
+    that dtype as the contract says. CUDA tensors are reduced on the device's current
+    stream."""
     code = parse_op(op)
     parse_contract(contract)
     for tensor, what in ((stacked, "the stacked addends"), (out, "the output")):
-        check_float32(tensor, what)
+        check_reducible(tensor, what)
         check_raw(tensor, what)
+    if stacked.dtype != out.dtype:
+        raise InputError(f"the addends are {stacked.dtype} and the output {out.dtype}: the "
+                         "result is written in the addends' dtype")
+    dtype = DTYPES[stacked.dtype][0]
     if stacked.device != out.device:
         raise InputError(f"the addends are on {stacked.device} and the output on {out.device}: "
                          "one device per reduction")
     if out.numel() < n or (world > 0 and stacked.numel() < (world - 1) * slot_stride + n):
         raise InputError(f"tensors too small for W={world}, n={n}, slot_stride={slot_stride}")
     lib = _library.library()
-    if stacked.device.type == "cpu":
+    # float32 keeps the binary32 entry points (the *_dtype ones are the same for it).
+    if stacked.device.type == "cpu" and dtype == _library.DTYPE_F32:
         function = lib.rv_fold_stacked if contract == "fixed-order" else lib.rv_exact_reduce_stacked
         _library.check(function(stacked.data_ptr(), world, slot_stride, n, code, out.data_ptr()))
+    elif stacked.device.type == "cpu":
+        function = (lib.rv_fold_stacked_dtype if contract == "fixed-order"
+                    else lib.rv_exact_reduce_stacked_dtype)
+        _library.check(function(stacked.data_ptr(), world, slot_stride, n, code, dtype,
+                                out.data_ptr()))
     elif stacked.device.type == "cuda":
         if not lib.rv_built_with_cuda():
             raise Unsupported(f"{stacked.device} tensors need a libreduce_verify_c.so built with "
                               f"CUDA; this one is not ({_library.library_info()})")
         device = stacked.device.index if stacked.device.index is not None else \
             torch.cuda.current_device()
-        function = (lib.rv_cuda_fold_stacked if contract == "fixed-order"
-                    else lib.rv_cuda_exact_reduce_stacked)
-        _library.check(function(device, stacked.data_ptr(), world, slot_stride, n, code,
-                                out.data_ptr(), _cuda_stream_of(device)))
+        if dtype == _library.DTYPE_F32:
+            function = (lib.rv_cuda_fold_stacked if contract == "fixed-order"
+                        else lib.rv_cuda_exact_reduce_stacked)
+            _library.check(function(device, stacked.data_ptr(), world, slot_stride, n, code,
+                                    out.data_ptr(), _cuda_stream_of(device)))
+        else:
+            function = (lib.rv_cuda_fold_stacked_dtype if contract == "fixed-order"
+                        else lib.rv_cuda_exact_reduce_stacked_dtype)
+            _library.check(function(device, stacked.data_ptr(), world, slot_stride, n, code,
+                                    dtype, out.data_ptr(), _cuda_stream_of(device)))
     else:
         raise InputError(f"{stacked.device.type} tensors are not supported (cpu and cuda are)")
     return out
@@ -116,15 +163,18 @@ def reduce_stacked_into(stacked, world, slot_stride, n, op, contract, out):
 
 def reduce(stacked: torch.Tensor, op: str = "sum",
            contract: str = "fixed-order") -> torch.Tensor:
-    """Reduces a W × n float32 tensor (row r = rank r's addends) to n values under a contract:
+    """Reduces a W × n tensor (row r = rank r's addends) to n values under a contract:
     "fixed-order" (((x_0 + x_1) + x_2) + …, in binary32) or "exact" (the correctly rounded
-    sum); op "sum" or "mean". A new tensor on the same device; the input is not changed."""
-    check_float32(stacked, "the stacked addends")
+    sum); op "sum" or "mean". float32, bfloat16 or float16: half-precision addends are
+    widened exactly and the result rounded once to their dtype (fixed-order: after the binary32
+    fold; exact: the exact sum itself). A new tensor of the input's dtype on the same device;
+    the input is not changed."""
+    check_reducible(stacked, "the stacked addends")
     if stacked.dim() != 2:
         raise InputError(f"the stacked addends must be W × n (2-D), not {tuple(stacked.shape)}")
     world, n = stacked.shape
     if world < 1:
         raise InputError("a reduction needs at least one rank (row)")
     table = values_of(stacked)
-    out = torch.empty(n, dtype=torch.float32, device=stacked.device)
+    out = torch.empty(n, dtype=stacked.dtype, device=stacked.device)
     return reduce_stacked_into(table, world, n, n, op, contract, out)

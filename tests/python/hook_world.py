@@ -71,8 +71,21 @@ def cases(rank, world, directory):
         fixed_order_hook, HookState(op="sum" if rank else "mean"), HandMadeBucket(torch.zeros(8))))
     results["contract-disagrees"] = outcome(lambda: reduced_digest(
         fixed_order_hook if rank else exact_hook, HookState(), HandMadeBucket(torch.zeros(8))))
-    results["float16-bucket"] = outcome(lambda: reduced_digest(
-        fixed_order_hook, HookState(), HandMadeBucket(torch.zeros(8, dtype=torch.float16))))
+    # A bucket of bfloat16 on one rank and float32 on the other: the same length, other bytes.
+    results["dtype-disagrees"] = outcome(lambda: reduced_digest(
+        fixed_order_hook, HookState(),
+        HandMadeBucket(torch.zeros(8, dtype=torch.bfloat16 if rank else torch.float32))))
+    for dtype in (torch.bfloat16, torch.float16):
+        for name, hook, contract in (("fixed", fixed_order_hook, "fixed-order"),
+                                     ("exact", exact_hook, "exact")):
+            # Padded half buckets against the same addends reduced in one process.
+            everyone = torch.stack([addends(r, n).to(dtype) for r in range(world)])
+            expected = reduce_verify.digest(reduce_verify.reduce(everyone, "mean", contract))
+            results[f"{name}-padded-{dtype}"] = outcome(
+                lambda: [reduced_digest(hook, HookState(),
+                                        HandMadeBucket(addends(rank, n).to(dtype))), expected])
+    results["float64-bucket"] = outcome(lambda: reduced_digest(
+        fixed_order_hook, HookState(), HandMadeBucket(torch.zeros(8, dtype=torch.float64))))
     results["mixed-devices"] = outcome(lambda: reduced_digest(
         fixed_order_hook, HookState(),
         HandMadeBucket(torch.zeros(8), gradients=[torch.zeros(4), torch.zeros(4, device="meta")])))

@@ -1,6 +1,7 @@
 """The hooks on hand-made buckets in a world of two: a bucket whose length is not a multiple
 of W reduces like the core does in one process; a world that disagrees (length, op, contract)
-raises WorldDisagreement on every rank naming who has what; a float16 bucket, mixed devices,
+raises WorldDisagreement on every rank naming who has what; bfloat16 and float16 buckets reduce
+like the core too, written back in their dtype; a float64 bucket, mixed devices,
 a float64 DDP model and a wrong state raise InputError naming the cause, catchable as that
 class through register() or HookState.original_errors(); a rank on DDP's default hook is
 named within the hook's own deadline; the Recorder counts optimizer steps under gradient
@@ -36,14 +37,17 @@ class HookErrors(unittest.TestCase):
         return [results[case] for results in self.ranks]
 
     def test_padded_buckets_reduce_like_the_core(self):
-        for case in ("fixed-padded", "exact-padded"):
+        for case in ("fixed-padded", "exact-padded", "fixed-padded-torch.bfloat16",
+                     "exact-padded-torch.bfloat16", "fixed-padded-torch.float16",
+                     "exact-padded-torch.float16"):
             for result in self.on_every_rank(case):
                 self.assertTrue(result["ok"], result)
                 got, expected = result["value"]
                 self.assertEqual(got, expected, case)
 
     def test_a_world_that_disagrees_is_named_on_every_rank(self):
-        for case, pattern in (("length-disagrees", r"bucket length \(rank\(s\) 0: 100; "
+        for case, pattern in (("dtype-disagrees", r"dtype \(rank\(s\) 0: f32; rank\(s\) 1: bf16\)"),
+                              ("length-disagrees", r"bucket length \(rank\(s\) 0: 100; "
                                                     r"rank\(s\) 1: 101\)"),
                               ("op-disagrees", r"op \(rank\(s\) 0: mean; rank\(s\) 1: sum\)"),
                               ("contract-disagrees", r"contract \(rank\(s\) 0: exact; "
@@ -58,8 +62,8 @@ class HookErrors(unittest.TestCase):
 
     def test_a_record_from_a_stranger_is_named(self):
         from reduce_verify.ddp import agreement
-        ours = [agreement._MAGIC, 1, 1, 2, 8, 0, 3, 0]
-        message = agreement.describe([ours, [7, 7, 7, 7, 7, 7, 7, 7]], index=0, step=3)
+        ours = [agreement._MAGIC, 1, 1, 2, 8, 0, 3, 0, 0]
+        message = agreement.describe([ours, [7] * len(ours)], index=0, step=3)
         self.assertRegex(message, r"rank\(s\) 1 sent no reduce_verify record")
 
     def test_a_rank_on_ddps_default_hook_is_named_within_the_deadline(self):
@@ -73,7 +77,7 @@ class HookErrors(unittest.TestCase):
               f"{default['message'][:80]!r} after {default['seconds']:.1f} s]", file=sys.stderr)
 
     def test_bad_buckets_are_named(self):
-        for case, pattern in (("float16-bucket", "torch.float16"),
+        for case, pattern in (("float64-bucket", "torch.float64"),
                               ("mixed-devices", r"mixes devices \(cpu, meta\)"),
                               ("bad-state", "HookState"),
                               ("float64-ddp", "torch.float64")):
@@ -93,7 +97,8 @@ class HookErrors(unittest.TestCase):
             self.assertRegex(result["message"], "torch.float64")
         # and register() refuses before any backward pass, as the class it is.
         for case, kind, pattern in (("register-float64", "InputError",
-                                     r"2 parameter\(s\) are not torch.float32: weight "
+                                     r"2 parameter\(s\) are not torch.float32, torch.bfloat16 "
+                                     r"or torch.float16: weight "
                                      r"\(torch.float64\), bias \(torch.float64\)"),
                                     ("register-bad-state", "InputError", "HookState")):
             for result in self.on_every_rank(case):

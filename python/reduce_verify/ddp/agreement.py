@@ -1,6 +1,6 @@
 """Agreement before bytes move: the ranks all-gather a small record describing the bucket
 they are about to reduce (contract, op, W, length, bucket index, step, whether the step is
-recorded) and compare it, so a world whose ranks would exchange mismatched data raises
+recorded, dtype) and compare it, so a world whose ranks would exchange mismatched data raises
 WorldDisagreement on every rank, naming who has what, instead of hanging the collective or
 reducing garbage (the core does the same: docs/DESIGN.md §5.5).
 
@@ -19,15 +19,19 @@ import torch.distributed as dist
 from ..errors import WorldDisagreement, WorldTimeout
 
 _MAGIC = 0x52564448  # "RVDH": a peer that is not running this hook's record sends other words
-FIELDS = ("magic", "contract", "op", "world", "bucket length", "bucket index", "step", "recording")
+FIELDS = ("magic", "contract", "op", "world", "bucket length", "bucket index", "step", "recording",
+          "dtype")
 CONTRACT_CODES = {"fixed-order": 1, "exact": 2}
 OP_CODES = {"sum": 0, "mean": 1}
+DTYPE_CODES = {"f32": 0, "bf16": 1, "f16": 2}  # the C ABI's rv_dtype
 
 
-def agree(group, device, contract, op, world, length, index, step, recording, timeout, held):
-    """`held` keeps the gather's tensors and work referenced (hooks.py says why)."""
+def agree(group, device, contract, op, world, length, index, step, recording, timeout, held,
+          dtype=0):
+    """`held` keeps the gather's tensors and work referenced (hooks.py says why); dtype is the
+    bucket's rv_dtype."""
     record = [_MAGIC, CONTRACT_CODES[contract], OP_CODES[op], world, length, index, step,
-              int(recording)]
+              int(recording), dtype]
     mine = torch.tensor(record, dtype=torch.int64, device=device)
     rows = [torch.empty_like(mine) for _ in range(world)]
     work = dist.all_gather(rows, mine, group=group, async_op=True)
@@ -94,7 +98,7 @@ def _timed_out(timeout, index, step, cause=None):
 
 
 def _spell(field, value):
-    for name, codes in (("contract", CONTRACT_CODES), ("op", OP_CODES)):
+    for name, codes in (("contract", CONTRACT_CODES), ("op", OP_CODES), ("dtype", DTYPE_CODES)):
         if field == name:
             return next((k for k, v in codes.items() if v == value), value)
     return value

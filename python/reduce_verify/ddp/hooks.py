@@ -1,7 +1,7 @@
 """The DDP communication hooks: every bucket's all-reduce under the fixed-order or the exact
 contract (docs/DESIGN.md §2).
 
-Data flow per bucket of n float32 values on W ranks — the owner dataflow of the core's
+Data flow per bucket of n values (float32, bfloat16 or float16) on W ranks — the owner dataflow of the core's
 reducers (docs/DESIGN.md §5.3), with the process group's own collectives as the byte mover:
 
 1. (per the state's agreement policy) the ranks all-gather and compare a record of the
@@ -12,6 +12,12 @@ reducers (docs/DESIGN.md §5.3), with the process group's own collectives as the
 3. rank p reduces its table with our fold (the CPU fold, or the CUDA kernel on the current
    stream) — the only float additions anywhere;
 4. all_gather gives every rank every reduced shard, written back into the bucket.
+
+A bfloat16 or float16 bucket moves its own 2-byte elements (as bytes: Gloo has no bfloat16
+type, and a copy needs none): the shard's reduction widens them exactly, folds (or sums
+exactly) and rounds once to the bucket's dtype (docs/DESIGN.md §2.5), and the result is
+written back in that dtype. Any other dtype is refused with InputError naming it, before
+anything moves.
 
 So the bits of each element depend on its W addends and W only: not on the backend, the
 library's algorithm or version, the bucket cap, gradient_as_bucket_view or the GPU. Each
@@ -35,7 +41,7 @@ import torch.distributed as dist
 
 from .. import _library
 from ..errors import InputError, ReduceVerifyError, Unsupported
-from ..tensors import check_float32, digest, reduce_stacked_into
+from ..tensors import SUPPORTED, DTYPES, check_reducible, digest, reduce_stacked_into
 from .agreement import agree
 from .state import HookState
 
@@ -79,7 +85,8 @@ def register(model: torch.nn.parallel.DistributedDataParallel, hook: Hook = fixe
     """`model.register_comm_hook(state, hook)` after the checks the first bucket would make,
     so that a model the hooks cannot reduce raises here, as the exception it is, and not
     inside the first backward pass (where torch turns it into a RuntimeError): every
-    parameter that needs a gradient float32, all on one cpu or cuda device, a library built
+    parameter that needs a gradient float32, bfloat16 or float16 (DDP buckets each dtype
+    apart), all on one cpu or cuda device, a library built
     with CUDA for cuda, a HookState, an initialised process group. With a Recorder it also
     counts forward passes, to warn when steps are not what the recorder counts (gradient
     accumulation). Returns the state."""
@@ -94,12 +101,12 @@ def register(model: torch.nn.parallel.DistributedDataParallel, hook: Hook = fixe
         raise InputError("torch.distributed has no process group: call "
                          "dist.init_process_group(...) before wrapping the model in DDP")
     trained = [(name, p) for name, p in model.module.named_parameters() if p.requires_grad]
-    wrong = [f"{name} ({p.dtype})" for name, p in trained if p.dtype != torch.float32]
+    wrong = [f"{name} ({p.dtype})" for name, p in trained if p.dtype not in DTYPES]
     if wrong:
         shown = ", ".join(wrong[:5]) + (f" and {len(wrong) - 5} more" if len(wrong) > 5 else "")
-        raise InputError(f"{len(wrong)} parameter(s) are not torch.float32: {shown}; "
-                         "reduce-verify's contracts are defined on binary32 only, and nothing "
-                         "is converted silently")
+        raise InputError(f"{len(wrong)} parameter(s) are not {SUPPORTED}: {shown}; "
+                         "reduce-verify's contracts are defined on binary32, bfloat16 and "
+                         "binary16 only, and nothing is converted silently")
     devices = sorted({str(p.device) for _, p in trained})
     if len(devices) > 1:
         raise InputError(f"the parameters lie on {', '.join(devices)}; the hooks reduce each "
@@ -142,7 +149,7 @@ def _state_of(state):
 
 
 def _check_bucket(bucket, buffer, index, with_gradients):
-    """`buffer` is a float32 tensor (check_float32 ran first)."""
+    """`buffer` is a tensor of a supported dtype (check_reducible ran first)."""
     # The gradients' devices cost a Python tensor per parameter to read (about 1 µs each), and
     # DDP fixes each bucket's parameters, on one device, when it rebuilds its buckets after
     # the first step: they are read while the layout may still change (the agreement's steps).
@@ -168,8 +175,15 @@ def shard_length(n: int, world: int) -> int:
     return s if world == 1 else -(-s // 4) * 4
 
 
+def _wire(tensor):
+    """What a collective moves for `tensor`: float32 as it is; bfloat16 and float16 as their
+    bytes (a view), since Gloo has no bfloat16 and a byte copy is all the exchange does."""
+    return tensor if tensor.dtype == torch.float32 else tensor.view(torch.uint8)
+
+
 def _all_gather_rows(table, row, group, held):
     """Gathers every rank's `row` into the rows of `table` (W × s), as bytes."""
+    table, row = _wire(table), _wire(row)
     if table.is_cuda and hasattr(dist, "all_gather_into_tensor"):
         flat = table.view(-1)
         work = dist.all_gather_into_tensor(flat, row, group=group, async_op=True)
@@ -187,7 +201,8 @@ def _reduce_bucket(state, bucket, contract):
     group = state.group()
     buffer = bucket.buffer()
     index = bucket.index()
-    check_float32(buffer, f"bucket {index}")
+    check_reducible(buffer, f"bucket {index}")
+    dtype = buffer.dtype
     step = state.step
     recorder = state.recorder
     recording = recorder is not None and recorder._wants(step)
@@ -204,11 +219,11 @@ def _reduce_bucket(state, bucket, contract):
 
     if checking:
         agree(group, buffer.device, contract, state.op, world, n, index, step, recording,
-              state.agreement_timeout, held)
+              state.agreement_timeout, held, DTYPES[dtype][0])
 
     inputs = None
     if recording:  # every rank's addends, before anything is overwritten
-        inputs = torch.empty((world, n), dtype=torch.float32, device=buffer.device)
+        inputs = torch.empty((world, n), dtype=dtype, device=buffer.device)
         _all_gather_rows(inputs, buffer, group, held).wait()
         own_input_digest = digest(buffer)
 
@@ -217,10 +232,11 @@ def _reduce_bucket(state, bucket, contract):
     if padded == n:
         send = buffer
     else:
-        send = torch.zeros(padded, dtype=torch.float32, device=buffer.device)
+        send = torch.zeros(padded, dtype=dtype, device=buffer.device)
         send[:n].copy_(buffer)
-    table = torch.empty((world, s), dtype=torch.float32, device=buffer.device)
-    flat_table = table.view(-1)
+    table = torch.empty((world, s), dtype=dtype, device=buffer.device)
+    flat_table = _wire(table.view(-1))
+    send = _wire(send)
     exchange = dist.all_to_all_single(flat_table, send, group=group, async_op=True)
     held += [exchange, flat_table, send]
     exchange.wait()
@@ -230,7 +246,7 @@ def _reduce_bucket(state, bucket, contract):
     reduce_stacked_into(table, world, s, s, state.op, contract, reduced)
 
     gathered = buffer.view(world, s) if padded == n else torch.empty(
-        (world, s), dtype=torch.float32, device=buffer.device)
+        (world, s), dtype=dtype, device=buffer.device)
     gather = _all_gather_rows(gathered, reduced, group, held)
 
     def finish():
