@@ -226,6 +226,24 @@ TEST_P(ExactHalfOracle, MeanRoundsOnceNotThroughBinary32) {
   EXPECT_EQ(float_bits(mean[1]), float_bits(1.0f));
 }
 
+// Larger worlds (wider windows, more limbs, sums far past the format's largest finite) through
+// the reference and the windowed dataflow.
+TEST_P(ExactHalfOracle, LargeWorlds) {
+  const DType dtype = GetParam();
+  for (const std::uint32_t w : {64u, 257u, 4096u}) {
+    for (const Distribution dist : {Distribution::kWide, Distribution::kCancel}) {
+      const Arenas arenas = make_arenas(w, exact::kBlock + 3, dist, w, dtype);
+      for (const Op op : {Op::kSum, Op::kMean}) {
+        SCOPED_TRACE(std::string(to_string(dist)) + " dtype=" + std::string(to_string(dtype)) +
+                     " op=" + std::string(to_string(op)) + " W=" + std::to_string(w));
+        const std::vector<std::uint32_t> want = oracle_of(arenas, op, dtype);
+        EXPECT_TRUE(equals_oracle(want, reference_exact(arenas, op, dtype), "reference_exact"));
+        EXPECT_TRUE(equals_oracle(want, stacked_reduce(arenas, op, dtype), "exact_reduce_stacked"));
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Formats, ExactHalfOracle, ::testing::Values(DType::kBF16, DType::kF16),
                          [](const auto& param_info) { return std::string(to_string(param_info.param)); });
 

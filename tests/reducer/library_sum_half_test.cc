@@ -71,6 +71,24 @@ TEST(LibrarySumHalf, InProcessStandInAddsDescendingRoundingEachAddition) {
   }
 }
 
+// No elements, and one (an odd count of 2-byte values), over every transport.
+TEST(LibrarySumHalf, EmptyAndSingleElementArenas) {
+  for (const WorldTransport transport : world_transports()) {
+    for (const DType dtype : {DType::kF16, DType::kBF16}) {
+      if (transport == WorldTransport::kGloo && dtype == DType::kBF16) continue;  // refused
+      const Arenas empty(3);
+      const Arenas got = library_sums(transport, empty, Op::kSum, dtype);
+      for (const auto& r : got) EXPECT_TRUE(r.empty());
+      const Arenas one = {{1.0f}, {2.0f}, {-0.5f}};
+      const Arenas sum = library_sums(transport, one, Op::kSum, dtype);
+      for (const auto& r : sum) {
+        ASSERT_EQ(r.size(), 1u);
+        EXPECT_EQ(r[0], 2.5f) << to_string(transport) << " " << to_string(dtype);
+      }
+    }
+  }
+}
+
 bool has_gloo() {
   const auto transports = world_transports();
   return std::find(transports.begin(), transports.end(), WorldTransport::kGloo) != transports.end();
