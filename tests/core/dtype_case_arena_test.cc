@@ -81,7 +81,8 @@ TEST(CaseIdDType, RefusesExplicitF32JunkAndMisplacedDType) {
     return "(accepted)";
   };
   // f32's canonical id leaves dtype out, so an explicit dtype=f32 is not canonical.
-  const std::string f32 = message_of("contract=exact,op=sum,dtype=f32,w=8,n=1,dist=exact,seed=1,gen=1");
+  const std::string f32 =
+      message_of("contract=exact,op=sum,dtype=f32,w=8,n=1,dist=exact,seed=1,gen=1");
   EXPECT_NE(f32.find("dtype"), std::string::npos) << f32;
   EXPECT_NE(f32.find("leav"), std::string::npos) << f32;
   for (const char* junk : {"f64", "F16", "BF16", "", "half", "bf16 ", "fp16", "bfloat16"}) {

@@ -69,10 +69,10 @@ std::uint16_t oracle_narrow_bf16(float x) {
   const double ax = std::fabs(static_cast<double>(x));
   const auto t_magnitude = static_cast<std::uint16_t>(t & 0x7FFFu);
   const double low = std::fabs(static_cast<double>(oracle_widen_bf16(t_magnitude)));
-  const double high = t_magnitude == 0x7F7Fu
-                          ? std::ldexp(1.0, 128)
-                          : static_cast<double>(oracle_widen_bf16(
-                                static_cast<std::uint16_t>(t_magnitude + 1)));
+  const double high =
+      t_magnitude == 0x7F7Fu
+          ? std::ldexp(1.0, 128)
+          : static_cast<double>(oracle_widen_bf16(static_cast<std::uint16_t>(t_magnitude + 1)));
   const double to_low = ax - low, to_high = high - ax;
   const bool up = to_high < to_low || (to_high == to_low && (t & 1u) != 0);
   return static_cast<std::uint16_t>(up ? t + 1 : t);
@@ -125,7 +125,8 @@ std::vector<float> narrowing_samples(float (*widen)(std::uint16_t)) {
     }
   }
   Random random{0x19u};
-  for (int i = 0; i < 3000000; ++i) s.push_back(from_bits(static_cast<std::uint32_t>(random.next())));
+  for (int i = 0; i < 3000000; ++i)
+    s.push_back(from_bits(static_cast<std::uint32_t>(random.next())));
   return s;
 }
 
@@ -175,14 +176,14 @@ TEST(DTypeLaw, WidenBf16IsTheTopHalfForEveryBitPattern) {
   const std::uint16_t got = narrow_f16(x);
   const std::uint16_t want = std::isnan(x) ? kCanonicalF16NanBits : gcc_narrow_f16(x);
   if (got == want) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "narrow_f16(" << describe(x) << ") = " << hex16(got)
-                                       << ", want " << hex16(want);
+  return ::testing::AssertionFailure()
+         << "narrow_f16(" << describe(x) << ") = " << hex16(got) << ", want " << hex16(want);
 }
 ::testing::AssertionResult narrow_bf16_matches(float x) {
   const std::uint16_t got = narrow_bf16(x), want = oracle_narrow_bf16(x);
   if (got == want) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "narrow_bf16(" << describe(x) << ") = " << hex16(got)
-                                       << ", want " << hex16(want);
+  return ::testing::AssertionFailure()
+         << "narrow_bf16(" << describe(x) << ") = " << hex16(got) << ", want " << hex16(want);
 }
 
 TEST(DTypeLaw, NarrowF16EqualsGccOverValuesNeighboursMidpointsAndRandomFloats) {
@@ -214,30 +215,30 @@ TEST(DTypeLaw, NarrowF16Boundaries) {
   };
   const float inf = std::numeric_limits<float>::infinity();
   const Known known[] = {
-      {65504.0f, 0x7BFFu},                          // the largest finite
-      {std::nextafter(65520.0f, 0.0f), 0x7BFFu},    // just below the midpoint to Inf
-      {65520.0f, 0x7C00u},                          // the midpoint: ties to even, and Inf is
-      {std::nextafter(65520.0f, inf), 0x7C00u},     // even (65504 = 0x7BFF is odd)
+      {65504.0f, 0x7BFFu},                        // the largest finite
+      {std::nextafter(65520.0f, 0.0f), 0x7BFFu},  // just below the midpoint to Inf
+      {65520.0f, 0x7C00u},                        // the midpoint: ties to even, and Inf is
+      {std::nextafter(65520.0f, inf), 0x7C00u},   // even (65504 = 0x7BFF is odd)
       {65536.0f, 0x7C00u},
       {3.0e38f, 0x7C00u},
       {-65520.0f, 0xFC00u},
       {inf, 0x7C00u},
       {-inf, 0xFC00u},
-      {0x1p-24f, 0x0001u},                          // the smallest subnormal
-      {0x1p-25f, 0x0000u},                          // half of it: a tie, to even (0)
-      {std::nextafter(0x1p-25f, 1.0f), 0x0001u},    // just above the tie
+      {0x1p-24f, 0x0001u},                        // the smallest subnormal
+      {0x1p-25f, 0x0000u},                        // half of it: a tie, to even (0)
+      {std::nextafter(0x1p-25f, 1.0f), 0x0001u},  // just above the tie
       {std::nextafter(0x1p-25f, 0.0f), 0x0000u},
-      {0x3p-25f, 0x0002u},                          // 1.5 × 2^-24: a tie to even (2)
-      {0x1p-26f, 0x0000u},                          // a quarter of the smallest subnormal
-      {std::nextafter(0x1p-26f, 0.0f), 0x0000u},    // below 2^-26
+      {0x3p-25f, 0x0002u},                        // 1.5 × 2^-24: a tie to even (2)
+      {0x1p-26f, 0x0000u},                        // a quarter of the smallest subnormal
+      {std::nextafter(0x1p-26f, 0.0f), 0x0000u},  // below 2^-26
       {0x1p-100f, 0x0000u},
-      {-0x1p-26f, 0x8000u},                         // −0 keeps its sign
+      {-0x1p-26f, 0x8000u},  // −0 keeps its sign
       {-0x1p-24f, 0x8001u},
-      {0x3FFp-24f, 0x03FFu},                        // the largest subnormal
-      {0x7FFp-25f, 0x0400u},                        // between it and 2^-14: a tie, to even
-      {0x1p-14f, 0x0400u},                          // the smallest normal
-      {1.0f + 0x1p-11f, 0x3C00u},                   // a tie at 1: down to even
-      {1.0f + 0x3p-11f, 0x3C02u},                   // a tie: up to even
+      {0x3FFp-24f, 0x03FFu},       // the largest subnormal
+      {0x7FFp-25f, 0x0400u},       // between it and 2^-14: a tie, to even
+      {0x1p-14f, 0x0400u},         // the smallest normal
+      {1.0f + 0x1p-11f, 0x3C00u},  // a tie at 1: down to even
+      {1.0f + 0x3p-11f, 0x3C02u},  // a tie: up to even
       {0.0f, 0x0000u},
       {-0.0f, 0x8000u},
   };
@@ -286,25 +287,25 @@ TEST(DTypeLaw, NarrowBf16Boundaries) {
     std::uint16_t bits;
   };
   const float inf = std::numeric_limits<float>::infinity();
-  const float max = 0x1.FEp127f;          // the largest finite bf16 (0x7F7F)
-  const float to_inf = 0x1.FFp127f;       // the midpoint between it and 2^128
+  const float max = 0x1.FEp127f;     // the largest finite bf16 (0x7F7F)
+  const float to_inf = 0x1.FFp127f;  // the midpoint between it and 2^128
   const Known known[] = {
       {max, 0x7F7Fu},
       {std::nextafter(to_inf, 0.0f), 0x7F7Fu},
-      {to_inf, 0x7F80u},                  // a tie: 0x7F7F is odd, so up, to Inf
+      {to_inf, 0x7F80u},  // a tie: 0x7F7F is odd, so up, to Inf
       {std::numeric_limits<float>::max(), 0x7F80u},
       {-to_inf, 0xFF80u},
       {inf, 0x7F80u},
       {-inf, 0xFF80u},
-      {0x1p-133f, 0x0001u},               // the smallest bf16 subnormal
-      {0x1p-134f, 0x0000u},               // half of it: a tie, to even
+      {0x1p-133f, 0x0001u},  // the smallest bf16 subnormal
+      {0x1p-134f, 0x0000u},  // half of it: a tie, to even
       {std::nextafter(0x1p-134f, 1.0f), 0x0001u},
-      {0x3p-134f, 0x0002u},               // a tie, to even
-      {0x1p-149f, 0x0000u},               // binary32's smallest subnormal
+      {0x3p-134f, 0x0002u},  // a tie, to even
+      {0x1p-149f, 0x0000u},  // binary32's smallest subnormal
       {-0x1p-149f, 0x8000u},
-      {0x1p-126f, 0x0080u},               // the smallest normal
-      {1.0f + 0x1p-8f, 0x3F80u},          // a tie at 1: down to even
-      {1.0f + 0x3p-8f, 0x3F82u},          // a tie: up to even
+      {0x1p-126f, 0x0080u},       // the smallest normal
+      {1.0f + 0x1p-8f, 0x3F80u},  // a tie at 1: down to even
+      {1.0f + 0x3p-8f, 0x3F82u},  // a tie: up to even
       {std::nextafter(1.0f + 0x1p-8f, 2.0f), 0x3F81u},
       {0.0f, 0x0000u},
       {-0.0f, 0x8000u},
@@ -406,8 +407,8 @@ TEST(DType, BytesNamesAndParsing) {
   EXPECT_EQ(to_string(DType::kBF16), "bf16");
   EXPECT_EQ(to_string(DType::kF16), "f16");
   for (const DType d : kAllDTypes) EXPECT_EQ(parse_dtype(to_string(d)), d);
-  for (const char* junk : {"", "F16", "BF16", "fp16", "half", "float16", "bfloat16", "f32 ",
-                           " f16", "f16\n", "bf", "f", "f64", "bf16,", "f1", "f160"}) {
+  for (const char* junk : {"", "F16", "BF16", "fp16", "half", "float16", "bfloat16", "f32 ", " f16",
+                           "f16\n", "bf", "f", "f64", "bf16,", "f1", "f160"}) {
     EXPECT_FALSE(parse_dtype(junk).has_value()) << "'" << junk << "'";
   }
   EXPECT_FALSE(parse_dtype(std::string_view("f16\0", 4)).has_value());

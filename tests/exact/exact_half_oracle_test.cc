@@ -99,8 +99,8 @@ std::string hex32(std::uint32_t v) {
 
 void expect_all_paths_equal_oracle(const Arenas& arenas, Op op, DType dtype,
                                    const std::string& name) {
-  SCOPED_TRACE(name + " dtype=" + std::string(to_string(dtype)) + " op=" +
-               std::string(to_string(op)) + " W=" + std::to_string(arenas.size()));
+  SCOPED_TRACE(name + " dtype=" + std::string(to_string(dtype)) +
+               " op=" + std::string(to_string(op)) + " W=" + std::to_string(arenas.size()));
   const std::vector<std::uint32_t> want = oracle_of(arenas, op, dtype);
   EXPECT_TRUE(equals_oracle(want, reference_exact(arenas, op, dtype), "reference_exact"));
   EXPECT_TRUE(equals_oracle(want, stacked_reduce(arenas, op, dtype), "exact_reduce_stacked"));
@@ -146,37 +146,37 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 TEST_P(ExactHalfOracle, OverflowSubnormalsTiesCancellationsZerosAndSpecials) {
   const DType dtype = GetParam();
   const bool f16 = dtype == DType::kF16;
-  const float max = f16 ? 65504.0f : 0x1.FEp127f;     // the largest finite
-  const float half_ulp = f16 ? 16.0f : 0x1p119f;      // half an ulp of max: max + it ties to Inf
-  const float tiny = f16 ? 0x1p-24f : 0x1p-133f;      // the smallest subnormal
+  const float max = f16 ? 65504.0f : 0x1.FEp127f;  // the largest finite
+  const float half_ulp = f16 ? 16.0f : 0x1p119f;   // half an ulp of max: max + it ties to Inf
+  const float tiny = f16 ? 0x1p-24f : 0x1p-133f;   // the smallest subnormal
   const float min_normal = f16 ? 0x1p-14f : 0x1p-126f;
   const float half_one_ulp = f16 ? 0x1p-11f : 0x1p-8f;  // half an ulp of 1
   const float big = f16 ? 32768.0f : 0x1p100f;
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const std::vector<std::vector<float>> columns = {
-      {max, max, -max},                   // 0: exactly max, though a fold overflows first
-      {max, max, max},                    // 1: the sum overflows to +Inf; the mean is max
-      {-max, -max, 0.0f},                 // 2: −Inf; the mean −(2/3)max
-      {max, half_ulp, 0.0f},              // 3: the midpoint to Inf: ties to even, Inf
-      {max, half_ulp, -tiny},             // 4: just below it: max
-      {tiny, tiny, tiny},                 // 5: 3 × the smallest subnormal
-      {tiny, 0.0f, 0.0f},                 // 6: mean tiny / 3: below half of it, +0
-      {tiny, tiny, 0.0f},                 // 7: mean (2/3) tiny: rounds up to tiny
-      {min_normal, -tiny, 0.0f},          // 8: the largest subnormal
-      {1.0f, half_one_ulp, 0.0f},         // 9: a tie at 1: to even (1)
-      {1.0f, half_one_ulp, tiny},         // 10: just above the tie: up
-      {big, 1.0f, -big},                  // 11: a huge cancellation keeps the 1
-      {big, -big, tiny},                  // 12: only the subnormal survives
-      {-0.0f, -0.0f, -0.0f},              // 13: −0
-      {-0.0f, 0.0f, -0.0f},               // 14: +0
-      {1.0f, -1.0f, -0.0f},               // 15: an exact zero of nonzero addends: +0
-      {kInf, 1.0f, max},                  // 16: +Inf
-      {-kInf, max, max},                  // 17: −Inf
-      {kInf, -kInf, 0.0f},                // 18: NaN
-      {nan, 1.0f, 2.0f},                  // 19: NaN
-      {-nan, kInf, kInf},                 // 20: NaN
-      {0.09375f, 0.1875f, 0.3125f},       // 21: an ordinary sum (mean inexact)
-      {-tiny, 0.0f, 0.0f},                // 22: mean −tiny / 3 rounds to −0
+      {max, max, -max},              // 0: exactly max, though a fold overflows first
+      {max, max, max},               // 1: the sum overflows to +Inf; the mean is max
+      {-max, -max, 0.0f},            // 2: −Inf; the mean −(2/3)max
+      {max, half_ulp, 0.0f},         // 3: the midpoint to Inf: ties to even, Inf
+      {max, half_ulp, -tiny},        // 4: just below it: max
+      {tiny, tiny, tiny},            // 5: 3 × the smallest subnormal
+      {tiny, 0.0f, 0.0f},            // 6: mean tiny / 3: below half of it, +0
+      {tiny, tiny, 0.0f},            // 7: mean (2/3) tiny: rounds up to tiny
+      {min_normal, -tiny, 0.0f},     // 8: the largest subnormal
+      {1.0f, half_one_ulp, 0.0f},    // 9: a tie at 1: to even (1)
+      {1.0f, half_one_ulp, tiny},    // 10: just above the tie: up
+      {big, 1.0f, -big},             // 11: a huge cancellation keeps the 1
+      {big, -big, tiny},             // 12: only the subnormal survives
+      {-0.0f, -0.0f, -0.0f},         // 13: −0
+      {-0.0f, 0.0f, -0.0f},          // 14: +0
+      {1.0f, -1.0f, -0.0f},          // 15: an exact zero of nonzero addends: +0
+      {kInf, 1.0f, max},             // 16: +Inf
+      {-kInf, max, max},             // 17: −Inf
+      {kInf, -kInf, 0.0f},           // 18: NaN
+      {nan, 1.0f, 2.0f},             // 19: NaN
+      {-nan, kInf, kInf},            // 20: NaN
+      {0.09375f, 0.1875f, 0.3125f},  // 21: an ordinary sum (mean inexact)
+      {-tiny, 0.0f, 0.0f},           // 22: mean −tiny / 3 rounds to −0
   };
   const Arenas arenas = from_columns(columns);
   for (const Op op : {Op::kSum, Op::kMean}) {
@@ -216,7 +216,8 @@ TEST_P(ExactHalfOracle, MeanRoundsOnceNotThroughBinary32) {
   // Values of the format whose sum is 3 + 1.5u ± 2^-24: the mean is 1 + u/2 ± 2^-24 / 3, off
   // the tie 1 + u/2 by less than half a binary32 ulp, so binary32 rounds it to the tie.
   const float d = 0x1p-24f;
-  const Arenas arenas = from_columns({{2.0f + 2 * u, 1.0f - u / 2, d}, {2.0f + 2 * u, 1.0f - u / 2, -d}});
+  const Arenas arenas =
+      from_columns({{2.0f + 2 * u, 1.0f - u / 2, d}, {2.0f + 2 * u, 1.0f - u / 2, -d}});
   const float half_one_ulp = u / 2;
   expect_all_paths_equal_oracle(arenas, Op::kMean, dtype, "double rounding");
   const std::vector<float> mean = reference_exact(arenas, Op::kMean, dtype);
@@ -245,7 +246,9 @@ TEST_P(ExactHalfOracle, LargeWorlds) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, ExactHalfOracle, ::testing::Values(DType::kBF16, DType::kF16),
-                         [](const auto& param_info) { return std::string(to_string(param_info.param)); });
+                         [](const auto& param_info) {
+                           return std::string(to_string(param_info.param));
+                         });
 
 }  // namespace
 }  // namespace rv

@@ -40,8 +40,8 @@ float round_to_binary32(mpfr_srcptr exact_value, std::uint32_t divisor) {
 // (huge) exponent range, keeping its ternary value; mpfr_check_range then brings it into the
 // format's range (overflow to Inf under RN) and mpfr_subnormalize rounds it again to the
 // subnormal grid, using the ternary value so that the two steps round as one.
-float round_to_format(mpfr_srcptr exact_value, std::uint32_t divisor, int precision,
-                      int min_normal, int max_exponent) {
+float round_to_format(mpfr_srcptr exact_value, std::uint32_t divisor, int precision, int min_normal,
+                      int max_exponent) {
   const mpfr_exp_t old_emin = mpfr_get_emin(), old_emax = mpfr_get_emax();
   mpfr_t r;
   mpfr_init2(r, precision);

@@ -46,7 +46,8 @@ std::vector<float> straight_fixed_order(const Arenas& arenas, Op op, DType dtype
 Arenas arenas_of(DType dtype, Distribution dist, std::uint32_t w, std::size_t n,
                  std::uint64_t seed) {
   Arenas arenas;
-  for (std::uint32_t r = 0; r < w; ++r) arenas.push_back(generate_arena({1, dist, seed, dtype}, r, n));
+  for (std::uint32_t r = 0; r < w; ++r)
+    arenas.push_back(generate_arena({1, dist, seed, dtype}, r, n));
   return arenas;
 }
 
@@ -64,8 +65,8 @@ struct Case {
 
 std::vector<Case> cases_for(std::uint32_t w) {
   std::vector<Case> cases;
-  for (const std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{w - 1}, std::size_t{1000},
-                              std::size_t{4099}}) {
+  for (const std::size_t n :
+       {std::size_t{0}, std::size_t{1}, std::size_t{w - 1}, std::size_t{1000}, std::size_t{4099}}) {
     for (const DType dtype : {DType::kBF16, DType::kF16}) {
       for (const Distribution dist : kAllDistributions) {
         for (const Op op : {Op::kSum, Op::kMean}) {
@@ -79,8 +80,8 @@ std::vector<Case> cases_for(std::uint32_t w) {
   return cases;
 }
 
-class FixedOrderHalf
-    : public ::testing::TestWithParam<std::tuple<WorldTransport, std::uint32_t>> {};
+class FixedOrderHalf : public ::testing::TestWithParam<std::tuple<WorldTransport, std::uint32_t>> {
+};
 
 TEST_P(FixedOrderHalf, EveryRankHoldsTheStraightReferenceBits) {
   const auto [transport, w] = GetParam();

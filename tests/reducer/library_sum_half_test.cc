@@ -155,15 +155,17 @@ TEST(LibrarySumHalf, GlooF16IsWithinTheDocumentedBoundOfFixedOrder) {
           }
           double s = 0;  // Σ|x_r|, exact enough in double for a bound
           for (const auto& arena : arenas) s += std::fabs(static_cast<double>(arena[i]));
-          double bound = (gamma(w - 1, u_h) + gamma(w - 1, u)) * s + u_h * (1 + gamma(w - 1, u)) * s;
+          double bound =
+              (gamma(w - 1, u_h) + gamma(w - 1, u)) * s + u_h * (1 + gamma(w - 1, u)) * s;
           if (op == Op::kMean) {
             bound = bound / w + u_h * std::fabs(static_cast<double>(lib)) +
                     u_h * std::fabs(static_cast<double>(fixed)) + 0x1p-25;
           }
-          const double difference = std::fabs(static_cast<double>(lib) - static_cast<double>(fixed));
-          ASSERT_LE(difference, bound) << to_string(dist) << " op=" << to_string(op)
-                                       << " W=" << w << " element " << i << ": gloo " << lib
-                                       << ", fixed-order " << fixed;
+          const double difference =
+              std::fabs(static_cast<double>(lib) - static_cast<double>(fixed));
+          ASSERT_LE(difference, bound)
+              << to_string(dist) << " op=" << to_string(op) << " W=" << w << " element " << i
+              << ": gloo " << lib << ", fixed-order " << fixed;
           inexact += oracle_bits(lib) != oracle_bits(fixed);
         }
         // The library's rounding per addition really differs somewhere (the bound is not

@@ -37,7 +37,9 @@ inline std::uint16_t oracle_narrow_f16(float f) {
   return bits;
 }
 
-inline float oracle_widen_bf16(std::uint16_t bits) { return oracle_float(std::uint32_t{bits} << 16); }
+inline float oracle_widen_bf16(std::uint16_t bits) {
+  return oracle_float(std::uint32_t{bits} << 16);
+}
 inline std::uint16_t oracle_narrow_bf16(float x) {
   if (std::isnan(x)) return 0x7FC0u;
   const std::uint32_t b = oracle_bits(x);
@@ -47,9 +49,9 @@ inline std::uint16_t oracle_narrow_bf16(float x) {
   const double ax = std::fabs(static_cast<double>(x));
   const double low = static_cast<double>(oracle_widen_bf16(m));
   // After the largest finite (0x7F7F) comes Inf: for rounding it stands for 2^128.
-  const double high = m == 0x7F7Fu ? std::ldexp(1.0, 128)
-                                   : static_cast<double>(oracle_widen_bf16(
-                                         static_cast<std::uint16_t>(m + 1)));
+  const double high =
+      m == 0x7F7Fu ? std::ldexp(1.0, 128)
+                   : static_cast<double>(oracle_widen_bf16(static_cast<std::uint16_t>(m + 1)));
   const bool up = high - ax < ax - low || (high - ax == ax - low && (t & 1u) != 0);
   return static_cast<std::uint16_t>(up ? t + 1 : t);
 }
