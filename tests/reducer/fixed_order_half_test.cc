@@ -6,7 +6,7 @@
 // _Float16, or the bf16 nearest-candidate search). The live FixedOrderReducer must give
 // exactly those bits on every rank, over each test-world transport, for W in {1, 2, 3, 4, 8},
 // counts that leave empty and uneven shards, every distribution (the special values
-// included) and both ops; and so must the oracle's reference_fold.
+// included) and both ops; and so must the oracle's reference_fold and EmulatedWorld.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/arena.h"
+#include "core/oracle/emulated_world.h"
 #include "core/oracle/reference.h"
 #include "core/reducer/fixed_order_reducer.h"
 #include "tests/support/bit_difference.h"
@@ -91,6 +92,19 @@ TEST_P(FixedOrderHalf, EveryRankHoldsTheStraightReferenceBits) {
     const auto i = first_bit_difference(c.expected.data(), reference.data(), reference.size());
     EXPECT_FALSE(i) << c.name() << " reference_fold: "
                     << describe_difference(c.expected.data(), reference.data(), *i);
+    // The oracle's emulated dataflow, in ascending and in a shuffled delivery order.
+    for (std::uint64_t trial = 0; trial < 2; ++trial) {
+      Arenas emulated = c.arenas;
+      EmulatedWorld(w).all_reduce(
+          emulated, c.op, trial == 0 ? DeliveryOrders{} : shuffled_delivery_orders(w, 5, trial),
+          c.dtype);
+      for (std::uint32_t r = 0; r < w; ++r) {
+        const auto e =
+            first_bit_difference(c.expected.data(), emulated[r].data(), emulated[r].size());
+        EXPECT_FALSE(e) << c.name() << " EmulatedWorld order " << trial << " rank " << r << ": "
+                        << describe_difference(c.expected.data(), emulated[r].data(), *e);
+      }
+    }
   }
   std::vector<std::vector<std::string>> verdicts(cases.size(), std::vector<std::string>(w));
   auto outcomes = run_ranks_over(transport, w, [&](std::uint32_t rank, Transport& t) {
