@@ -13,9 +13,11 @@
 #include <vector>
 
 #include "core/arena.h"
+#include "core/case_id.h"
 #include "core/dtype_law.h"
 #include "core/exact/exact_law.h"
 #include "core/exact/exact_reduction.h"
+#include "core/oracle/case_reduction.h"
 #include "core/oracle/emulated_world.h"
 #include "core/oracle/reference.h"
 #include "core/reducer/exact_reducer.h"
@@ -241,6 +243,31 @@ TEST_P(ExactHalfOracle, LargeWorlds) {
         EXPECT_TRUE(equals_oracle(want, reference_exact(arenas, op, dtype), "reference_exact"));
         EXPECT_TRUE(equals_oracle(want, stacked_reduce(arenas, op, dtype), "exact_reduce_stacked"));
       }
+    }
+  }
+}
+
+// A case id with the dtype, reduced by the streaming re-derivation `check` uses (blocks of
+// 16 Ki elements), equals MPFR's results across the block boundaries.
+TEST_P(ExactHalfOracle, StreamedCaseReduction) {
+  const DType dtype = GetParam();
+  for (const Distribution dist : {Distribution::kWide, Distribution::kSpecial}) {
+    for (const Op op : {Op::kSum, Op::kMean}) {
+      CaseId id;
+      id.contract = Contract::kExact;
+      id.op = op;
+      id.dtype = dtype;
+      id.world = 3;
+      id.count = 2 * 16384 + 1029;
+      id.dist = dist;
+      id.seed = 12;
+      std::vector<float> streamed;
+      stream_reference_reduction(id, [&](const float* values, std::size_t count) {
+        streamed.insert(streamed.end(), values, values + count);
+      });
+      SCOPED_TRACE(format_case_id(id));
+      EXPECT_TRUE(equals_oracle(oracle_of(generate_case_arenas(id), op, dtype), streamed,
+                                "stream_reference_reduction"));
     }
   }
 }

@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "core/arena.h"
+#include "core/case_id.h"
+#include "core/oracle/case_reduction.h"
 #include "core/oracle/emulated_world.h"
 #include "core/oracle/reference.h"
 #include "core/reducer/fixed_order_reducer.h"
@@ -137,6 +139,33 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<std::tuple<WorldTransport, std::uint32_t>>& param) {
       return to_string(std::get<0>(param.param)) + "_w" + std::to_string(std::get<1>(param.param));
     });
+
+// A case id with the dtype, reduced by the streaming re-derivation `check` uses (blocks of
+// 16 Ki elements), equals the straight reference across the block boundaries.
+TEST(FixedOrderHalfReference, StreamedCaseReduction) {
+  for (const DType dtype : {DType::kBF16, DType::kF16}) {
+    for (const Distribution dist : kAllDistributions) {
+      for (const Op op : {Op::kSum, Op::kMean}) {
+        CaseId id;
+        id.op = op;
+        id.dtype = dtype;
+        id.world = 5;
+        id.count = 2 * 16384 + 1029;
+        id.dist = dist;
+        id.seed = 4;
+        std::vector<float> streamed;
+        stream_reference_reduction(id, [&](const float* values, std::size_t count) {
+          streamed.insert(streamed.end(), values, values + count);
+        });
+        const std::vector<float> want = straight_fixed_order(generate_case_arenas(id), op, dtype);
+        ASSERT_EQ(streamed.size(), want.size());
+        const auto i = first_bit_difference(want.data(), streamed.data(), want.size());
+        EXPECT_FALSE(i) << format_case_id(id) << ": "
+                        << describe_difference(want.data(), streamed.data(), *i);
+      }
+    }
+  }
+}
 
 // The straight reference is not the exact answer, and not binary32's: it folds in binary32 and
 // rounds once, so it can be told apart from a fold that rounded to the format after every
