@@ -54,17 +54,17 @@ std::vector<float> stacked_reduce(const Arenas& arenas, Op op, DType dtype) {
 }
 
 // Every rank's result of the live reducer over the in-process world.
-std::vector<std::vector<float>> reducer_results(const Arenas& arenas, Op op, DType dtype) {
+std::vector<std::vector<float>> reducer_results(const Arenas& arenas, Op op, DType dtype,
+                                                test::WorldTransport transport) {
   const auto w = static_cast<std::uint32_t>(arenas.size());
   std::vector<std::vector<float>> results(w);
-  auto outcomes = test::run_ranks_over(
-      test::WorldTransport::kInProcess, w, [&](std::uint32_t rank, Transport& t) {
-        // Small pieces, so a case crosses several sum rounds.
-        ExactReducer reducer(t, host_exact_device(), ExactOptions{exact::kBlock});
-        std::vector<float> arena = arenas[rank];
-        reducer.all_reduce(arena.data(), arena.size(), op, dtype);
-        results[rank] = std::move(arena);
-      });
+  auto outcomes = test::run_ranks_over(transport, w, [&](std::uint32_t rank, Transport& t) {
+    // Small pieces, so a case crosses several sum rounds.
+    ExactReducer reducer(t, host_exact_device(), ExactOptions{exact::kBlock});
+    std::vector<float> arena = arenas[rank];
+    reducer.all_reduce(arena.data(), arena.size(), op, dtype);
+    results[rank] = std::move(arena);
+  });
   test::expect_no_errors(outcomes);
   return results;
 }
@@ -99,8 +99,9 @@ std::string hex32(std::uint32_t v) {
   return ::testing::AssertionSuccess();
 }
 
+// The live reducer runs over the in-process world, and over Gloo too when `every_transport`.
 void expect_all_paths_equal_oracle(const Arenas& arenas, Op op, DType dtype,
-                                   const std::string& name) {
+                                   const std::string& name, bool every_transport = false) {
   SCOPED_TRACE(name + " dtype=" + std::string(to_string(dtype)) +
                " op=" + std::string(to_string(op)) + " W=" + std::to_string(arenas.size()));
   const std::vector<std::uint32_t> want = oracle_of(arenas, op, dtype);
@@ -113,9 +114,13 @@ void expect_all_paths_equal_oracle(const Arenas& arenas, Op op, DType dtype,
         emulated, op, trial == 0 ? DeliveryOrders{} : shuffled_delivery_orders(w, 9, trial), dtype);
     EXPECT_TRUE(equals_oracle(want, emulated[w - 1], "EmulatedWorld"));
   }
-  const auto live = reducer_results(arenas, op, dtype);
-  for (std::uint32_t r = 0; r < w; ++r) {
-    EXPECT_TRUE(equals_oracle(want, live[r], "ExactReducer")) << "rank " << r;
+  for (const test::WorldTransport transport : test::world_transports()) {
+    if (!every_transport && transport != test::WorldTransport::kInProcess) continue;
+    const auto live = reducer_results(arenas, op, dtype, transport);
+    for (std::uint32_t r = 0; r < w; ++r) {
+      EXPECT_TRUE(equals_oracle(want, live[r], "ExactReducer"))
+          << test::to_string(transport) << " rank " << r;
+    }
   }
 }
 
@@ -182,7 +187,7 @@ TEST_P(ExactHalfOracle, OverflowSubnormalsTiesCancellationsZerosAndSpecials) {
   };
   const Arenas arenas = from_columns(columns);
   for (const Op op : {Op::kSum, Op::kMean}) {
-    expect_all_paths_equal_oracle(arenas, op, dtype, "hand-made");
+    expect_all_paths_equal_oracle(arenas, op, dtype, "hand-made", true);
   }
   // Values known by hand, so the oracle itself is checked.
   const std::vector<float> sum = reference_exact(arenas, Op::kSum, dtype);
@@ -221,7 +226,7 @@ TEST_P(ExactHalfOracle, MeanRoundsOnceNotThroughBinary32) {
   const Arenas arenas =
       from_columns({{2.0f + 2 * u, 1.0f - u / 2, d}, {2.0f + 2 * u, 1.0f - u / 2, -d}});
   const float half_one_ulp = u / 2;
-  expect_all_paths_equal_oracle(arenas, Op::kMean, dtype, "double rounding");
+  expect_all_paths_equal_oracle(arenas, Op::kMean, dtype, "double rounding", true);
   const std::vector<float> mean = reference_exact(arenas, Op::kMean, dtype);
   // Element 0: above the tie, up (through binary32 it would tie and go down to even).
   // Element 1: below the tie, down.
