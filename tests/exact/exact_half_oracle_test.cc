@@ -3,7 +3,8 @@
 // subnormals and overflow (mpfr_oracle.h's MpfrFormat; the mean: the true sum / W, rounded
 // once). Every path is held to it element by element: the straight reference
 // (reference_exact), the windowed dataflow (exact_reduce_stacked), EmulatedWorld's exact
-// dataflow under shuffled delivery orders, and the live ExactReducer over the in-process world.
+// dataflow under shuffled delivery orders, the streaming case reduction, and the live
+// ExactReducer over the in-process world (and over Gloo for the hand-made cases).
 #include <gtest/gtest.h>
 
 #include <cstdint>
