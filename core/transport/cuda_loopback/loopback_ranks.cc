@@ -94,17 +94,17 @@ void LoopbackRanks::run(const std::function<void(std::uint32_t rank)>& step) {
 }
 
 std::vector<float> LoopbackRanks::reduce(std::uint32_t rank, const std::vector<float>& input,
-                                         Contract contract, Op op) {
+                                         Contract contract, Op op, DType dtype) {
   Rank& me = *ranks_.at(rank);
   const std::size_t n = input.size();
   float* arena = me.arena_for(n);
   me.fold.upload(arena, input.data(), n * sizeof(float));
   switch (contract) {
     case Contract::kFixedOrder:
-      me.fixed_order.all_reduce(arena, n, op);
+      me.fixed_order.all_reduce(arena, n, op, dtype);
       break;
     case Contract::kExact:
-      me.exact_reducer.all_reduce(arena, n, op);
+      me.exact_reducer.all_reduce(arena, n, op, dtype);
       break;
     case Contract::kLibrarySum:
       throw InputError("cuda-loopback has no library sum (one process)");
@@ -115,11 +115,12 @@ std::vector<float> LoopbackRanks::reduce(std::uint32_t rank, const std::vector<f
 }
 
 std::vector<std::vector<float>> LoopbackRanks::all_reduce(
-    const std::vector<std::vector<float>>& arenas, Contract contract, Op op) {
+    const std::vector<std::vector<float>>& arenas, Contract contract, Op op, DType dtype) {
   RV_ENFORCE_EQ(InputError, arenas.size(), static_cast<std::size_t>(world()),
                 "cuda-loopback: one arena per rank");
   std::vector<std::vector<float>> reduced(world());
-  run([&](std::uint32_t rank) { reduced[rank] = reduce(rank, arenas[rank], contract, op); });
+  run([&](std::uint32_t rank) { reduced[rank] = reduce(rank, arenas[rank], contract, op, dtype);
+  });
   return reduced;
 }
 

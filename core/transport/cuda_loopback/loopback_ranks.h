@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/contract.h"
+#include "core/dtype.h"
 #include "core/transport/cuda_loopback/cuda_loopback_world.h"
 #include "core/transport/in_process/rank_threads.h"
 
@@ -47,13 +48,15 @@ class LoopbackRanks {
 
   // Collective, inside a step on every rank: rank `rank` reduces its arena `input` under
   // `contract` (fixed-order or exact; library-sum is an InputError) with the real reducer
-  // over the loopback transport, and returns its reduced arena.
+  // over the loopback transport, and returns its reduced arena. For bf16/f16 the arena holds
+  // the dtype's values widened and the result is rounded to the dtype, widened
+  // (docs/DESIGN.md §2.5).
   std::vector<float> reduce(std::uint32_t rank, const std::vector<float>& input, Contract contract,
-                            Op op);
+                            Op op, DType dtype = DType::kF32);
 
   // One reduction of `arenas` (one per rank): every rank's reduced arena.
   std::vector<std::vector<float>> all_reduce(const std::vector<std::vector<float>>& arenas,
-                                             Contract contract, Op op);
+                                             Contract contract, Op op, DType dtype = DType::kF32);
 
  private:
   struct Rank;
