@@ -39,8 +39,8 @@ __device__ std::uint32_t round_element(const std::int64_t* in, std::size_t count
     return exact::round_one_limb<F>(d, slot.bottom, plan.world, mean);
   }
   if (slot.limbs == 2 && slot.special == 0) {
-    return exact::round_two_limbs<F>(in[i], in[count + i], plan.limb_bits, slot.bottom,
-                                     plan.world, mean);
+    return exact::round_two_limbs<F>(in[i], in[count + i], plan.limb_bits, slot.bottom, plan.world,
+                                     mean);
   }
   exact::ExactSum s{};
   for (int j = 0; j < slot.limbs; ++j) {

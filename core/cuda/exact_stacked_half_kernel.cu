@@ -182,7 +182,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
       for (std::uint32_t j = 0; j < kSlotsInFlight; ++j) {
         if (r + j >= t.world) break;
 #pragma unroll
-        for (int k = 0; k < static_cast<int>(kUnit); ++k) add(e[k], widen<kF16>(half_of(held[j], k)));
+        for (int k = 0; k < static_cast<int>(kUnit); ++k)
+          add(e[k], widen<kF16>(half_of(held[j], k)));
       }
     }
     Unit result{};
@@ -249,8 +250,8 @@ void cuda_exact_stacked_half(const void* d_stacked, std::uint32_t world, std::si
     return launch_exact_reduce_stacked(static_cast<const float*>(d_stacked), world, slot_stride, n,
                                        op, static_cast<float*>(d_out), cuda_stream);
   }
-  half_kernel_detail::check_half_table("cuda_exact_stacked_half", d_stacked, world, slot_stride,
-                                       n, d_out);
+  half_kernel_detail::check_half_table("cuda_exact_stacked_half", d_stacked, world, slot_stride, n,
+                                       d_out);
   if (n == 0) return;
   const HalfTable table = half_kernel_detail::table_of(d_stacked, world, slot_stride, n, d_out);
   const ExactHalfArgs args{world, exact::limb_bits(world), log2_if_power_of_two(world),

@@ -108,8 +108,8 @@ __global__ void __launch_bounds__(kThreads) fold_half_kernel(HalfTable t, FoldFi
 
 namespace half_kernel_detail {
 
-void check_half_table(const char* who, const void* stacked, std::uint32_t world,
-                      std::size_t stride, std::size_t n, const void* out) {
+void check_half_table(const char* who, const void* stacked, std::uint32_t world, std::size_t stride,
+                      std::size_t n, const void* out) {
   const std::string name(who);
   RV_ENFORCE_GE(InputError, world, 1u, name + ": world size");
   RV_ENFORCE_LE(InputError, world, exact::kMaxWorld, name + ": the largest world is 2^20");

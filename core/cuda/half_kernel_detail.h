@@ -79,7 +79,8 @@ inline HalfTable table_of(const void* stacked, std::uint32_t world, std::size_t 
               0,
               static_cast<std::uint32_t>(stride % kUnit),
               address(stacked) % 2 != 0 || address(out) % 2 != 0};
-  const std::size_t out_head = (kUnit - half_phase(out)) % kUnit;  // output element `head` is aligned
+  const std::size_t out_head =
+      (kUnit - half_phase(out)) % kUnit;  // output element `head` is aligned
   switch (path_of(stacked, world, stride, n, out)) {
     case detail::HalfPath::kVector:
       t.head = out_head;
@@ -103,8 +104,8 @@ inline HalfTable table_of(const void* stacked, std::uint32_t world, std::size_t 
 // Throws InputError naming `who` for arguments no kernel takes: world outside 1 … 2^20, a
 // slot stride shorter than a slot, a null pointer, an output overlapping a slot other than
 // exactly slot 0.
-void check_half_table(const char* who, const void* stacked, std::uint32_t world,
-                      std::size_t stride, std::size_t n, const void* out);
+void check_half_table(const char* who, const void* stacked, std::uint32_t world, std::size_t stride,
+                      std::size_t n, const void* out);
 
 // Blocks for a grid-stride launch of `kernel` over the table: enough threads for every unit,
 // or for every element on the scalar path, never more than stay resident.

@@ -83,8 +83,8 @@ TEST(ExactHalfRound, KernelEqualsHostOnEveryDistribution) {
             const test::Output<float> got = test::download_output<float>(out, 0, n);
             EXPECT_TRUE(got.guards_intact);
             EXPECT_TRUE(same_bits(expected, got.values))
-                << to_string(dtype) << " W=" << world << " n=" << n << " " << to_string(dist)
-                << " " << to_string(op);
+                << to_string(dtype) << " W=" << world << " n=" << n << " " << to_string(dist) << " "
+                << to_string(op);
           }
         }
       }
@@ -117,8 +117,8 @@ TEST(LoopbackHalf, ExactAndFixedOrderEqualTheReferenceOnEveryRank) {
             const Arenas by_fold = ranks.all_reduce(arenas, Contract::kFixedOrder, op, dtype);
             for (std::uint32_t r = 0; r < world; ++r) {
               EXPECT_TRUE(same_bits(exact, by_exact[r]))
-                  << "exact rank " << r << " " << to_string(dtype) << " W=" << world
-                  << " n=" << n << " " << to_string(dist) << " " << to_string(op);
+                  << "exact rank " << r << " " << to_string(dtype) << " W=" << world << " n=" << n
+                  << " " << to_string(dist) << " " << to_string(op);
               EXPECT_TRUE(same_bits(fold, by_fold[r]))
                   << "fixed-order rank " << r << " " << to_string(dtype) << " W=" << world
                   << " n=" << n << " " << to_string(dist) << " " << to_string(op);

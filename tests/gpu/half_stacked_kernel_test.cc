@@ -50,13 +50,13 @@ const char* name_of(Kernel k) { return k == Kernel::kFold ? "fold" : "exact"; }
 // its neighbour below, ±1, a value just below 2 and one at a midpoint's neighbour.
 Halves special_bits(DType dtype) {
   if (dtype == DType::kBF16) {
-    return {0x0000, 0x8000, 0x7F80, 0xFF80, 0x7FC0, 0xFFC0, 0x7F81, 0xFFFF, 0x7FA5,
-            0x0001, 0x8001, 0x007F, 0x0080, 0x8080, 0x7F7F, 0xFF7F, 0x7F7E, 0x3F80,
-            0xBF80, 0x3FFF, 0x3F81, 0x4000, 0xC000, 0x0100};
+    return {0x0000, 0x8000, 0x7F80, 0xFF80, 0x7FC0, 0xFFC0, 0x7F81, 0xFFFF,
+            0x7FA5, 0x0001, 0x8001, 0x007F, 0x0080, 0x8080, 0x7F7F, 0xFF7F,
+            0x7F7E, 0x3F80, 0xBF80, 0x3FFF, 0x3F81, 0x4000, 0xC000, 0x0100};
   }
-  return {0x0000, 0x8000, 0x7C00, 0xFC00, 0x7E00, 0xFE00, 0x7C01, 0xFFFF, 0x7D55,
-          0x0001, 0x8001, 0x03FF, 0x0400, 0x8400, 0x7BFF, 0xFBFF, 0x7BFE, 0x3C00,
-          0xBC00, 0x3FFF, 0x3C01, 0x4000, 0xC000, 0x0200};
+  return {0x0000, 0x8000, 0x7C00, 0xFC00, 0x7E00, 0xFE00, 0x7C01, 0xFFFF,
+          0x7D55, 0x0001, 0x8001, 0x03FF, 0x0400, 0x8400, 0x7BFF, 0xFBFF,
+          0x7BFE, 0x3C00, 0xBC00, 0x3FFF, 0x3C01, 0x4000, 0xC000, 0x0200};
 }
 
 // Slot r's n elements: seeded arenas of the dtype (core/arena_law_half.h), the special
@@ -108,8 +108,8 @@ Halves expected_of(Kernel kernel, const std::vector<Halves>& slots, Op op, DType
 
 ::testing::AssertionResult same_halves(const Halves& expected, const Halves& actual) {
   if (expected.size() != actual.size()) {
-    return ::testing::AssertionFailure() << "sizes differ: " << expected.size() << " vs "
-                                         << actual.size();
+    return ::testing::AssertionFailure()
+           << "sizes differ: " << expected.size() << " vs " << actual.size();
   }
   std::size_t differing = 0, first = 0;
   for (std::size_t i = 0; i < expected.size(); ++i) {
@@ -149,9 +149,8 @@ Halves run_on_device(Kernel kernel, const std::vector<Halves>& slots, Op op, DTy
   const std::size_t stride = n + layout.stride_extra;
   const std::size_t table_elements = (world - 1) * stride + n;
   // The table's host image: guards, slots, poison gaps, guards (bytes, for odd offsets).
-  std::vector<unsigned char> image(kGuardBytes + layout.table_offset + 2 * table_elements +
-                                       kGuardBytes,
-                                   0xFF);
+  std::vector<unsigned char> image(
+      kGuardBytes + layout.table_offset + 2 * table_elements + kGuardBytes, 0xFF);
   unsigned char* table = image.data() + kGuardBytes + layout.table_offset;
   for (std::uint32_t r = 0; r < world; ++r) {
     std::memcpy(table + 2 * r * stride, slots[r].data(), 2 * n);
@@ -161,12 +160,11 @@ Halves run_on_device(Kernel kernel, const std::vector<Halves>& slots, Op op, DTy
   const std::size_t out_bytes = kGuardBytes + layout.out_offset + 2 * n + kGuardBytes;
   DeviceBuffer d_out(0, out_bytes);
   d_out.fill_bytes(0xFF);
-  const auto* d_stacked = static_cast<unsigned char*>(d_table.data()) + kGuardBytes +
-                          layout.table_offset;
-  unsigned char* d_result = layout.in_place
-                                ? const_cast<unsigned char*>(d_stacked)
-                                : static_cast<unsigned char*>(d_out.data()) + kGuardBytes +
-                                      layout.out_offset;
+  const auto* d_stacked =
+      static_cast<unsigned char*>(d_table.data()) + kGuardBytes + layout.table_offset;
+  unsigned char* d_result =
+      layout.in_place ? const_cast<unsigned char*>(d_stacked)
+                      : static_cast<unsigned char*>(d_out.data()) + kGuardBytes + layout.out_offset;
   if (path != nullptr) *path = detail::half_path(d_stacked, world, stride, n, d_result);
   if (kernel == Kernel::kFold) {
     cuda_fold_stacked_half(d_stacked, world, stride, n, op, dtype, d_result, nullptr);
@@ -310,15 +308,15 @@ TEST_P(HalfStacked, RejectsBadArguments) {
       cuda_exact_stacked_half(in, world, stride, n, Op::kSum, DType::kF16, out, nullptr);
     }
   };
-  EXPECT_THROW(call(p, 0, 10, 10, p + 1024), InputError);                // no slots
-  EXPECT_THROW(call(p, 2, 5, 10, p + 1024), InputError);                 // stride < n
-  EXPECT_THROW(call(nullptr, 2, 10, 10, p + 1024), InputError);          // null table
-  EXPECT_THROW(call(p, 2, 10, 10, nullptr), InputError);                 // null output
-  EXPECT_THROW(call(p, 2, 10, 10, p + 20), InputError);                  // onto slot 1
-  EXPECT_THROW(call(p, 2, 10, 10, p + 2), InputError);                   // slot 0, shifted
-  EXPECT_THROW(call(p, (1u << 20) + 1, 0, 0, p + 1024), InputError);     // world too large
-  EXPECT_NO_THROW(call(p, 2, 10, 10, p));                                // in place
-  EXPECT_NO_THROW(call(p, 2, 10, 0, nullptr));                           // nothing to do
+  EXPECT_THROW(call(p, 0, 10, 10, p + 1024), InputError);             // no slots
+  EXPECT_THROW(call(p, 2, 5, 10, p + 1024), InputError);              // stride < n
+  EXPECT_THROW(call(nullptr, 2, 10, 10, p + 1024), InputError);       // null table
+  EXPECT_THROW(call(p, 2, 10, 10, nullptr), InputError);              // null output
+  EXPECT_THROW(call(p, 2, 10, 10, p + 20), InputError);               // onto slot 1
+  EXPECT_THROW(call(p, 2, 10, 10, p + 2), InputError);                // slot 0, shifted
+  EXPECT_THROW(call(p, (1u << 20) + 1, 0, 0, p + 1024), InputError);  // world too large
+  EXPECT_NO_THROW(call(p, 2, 10, 10, p));                             // in place
+  EXPECT_NO_THROW(call(p, 2, 10, 0, nullptr));                        // nothing to do
 }
 
 // The comparisons above could fail: on this data the CPU's results move when the slots are
@@ -380,8 +378,9 @@ TEST_F(HalfExact, EqualsHostOnWideWindowsAndBoundaries) {
             h = bits;  // any pattern: every exponent, NaNs included
           } else if (kind == 1) {
             // A huge value and tiny ones: the window spans the format's whole range.
-            h = r == 0 ? static_cast<std::uint16_t>(bits | (dtype == DType::kBF16 ? 0x7000 : 0x7000))
-                       : static_cast<std::uint16_t>(bits & 0x80FF);
+            h = r == 0
+                    ? static_cast<std::uint16_t>(bits | (dtype == DType::kBF16 ? 0x7000 : 0x7000))
+                    : static_cast<std::uint16_t>(bits & 0x80FF);
             if ((h & 0x7FFF) >= (dtype == DType::kBF16 ? 0x7F80 : 0x7C00)) h &= 0xBFFF;
           } else if (kind == 2) {
             // Small integers: sums and means that are exact midpoints of the dtype.
