@@ -7,12 +7,14 @@
 //   copy traffic:   the same W slots read + written elsewhere = 2 × (table bytes)
 //   copy_fraction = kernel bandwidth / copy bandwidth (target ≥ 0.9 on the H200)
 // Kernels: the fold (sum and mean) and the exact contract (sum and mean; the mean at W = 3 is a
-// division, at W = 2^k a scaling), for bf16 and f16. Data: gradient-like (`normal`) arenas of
-// the dtype, every slot its own rank's. Sizes: slots of 2^20, 2^24 and 2^27 elements (2, 32 and
-// 256 MiB). Layouts (element offsets from a 16-byte boundary): the aligned table (the vector
-// path), a stride of n + 1 (neighbouring slots at different phases), the output one element
-// off, and table, stride and output all at different phases (the realigned path). The copy
-// always moves the aligned buffers: it is the ceiling, not a copy of the same misalignment.
+// division, at W = 2^k a scaling), for bf16 and f16; the exact kernel's default shape
+// everywhere and its other shapes (detail::HalfExactShape) at 2^24 elements, W ≤ 8. Data:
+// gradient-like (`normal`) arenas of the dtype, every slot its own rank's. Sizes: slots of 2^20,
+// 2^24 and 2^27 elements (2, 32 and 256 MiB). Layouts (element offsets from a 16-byte boundary):
+// the aligned table (the vector path), a stride of n + 1 (neighbouring slots at different phases),
+// the output one element off, and table, stride and output all at different phases (the realigned
+// path). The copy always moves the aligned buffers: it is the ceiling, not a copy of the same
+// misalignment.
 //
 // Run: bench_cuda_half --benchmark_out=cuda-half-h200.json --benchmark_out_format=json
 #include <benchmark/benchmark.h>
@@ -91,6 +93,7 @@ void BM_HalfVsCopy(benchmark::State& state) {
   const auto n = static_cast<std::size_t>(state.range(3));
   const Layout& layout = kLayouts[state.range(4)];
   const Op op = state.range(5) != 0 ? Op::kMean : Op::kSum;
+  const detail::HalfExactShape shape = detail::kAllHalfExactShapes[state.range(6)];
   const std::size_t stride = n + layout.stride_extra;
   const std::size_t table_elements = (world - 1) * stride + n;
 
@@ -125,7 +128,8 @@ void BM_HalfVsCopy(benchmark::State& state) {
     if (kernel == Kernel::kFold) {
       cuda_fold_stacked_half(stacked, world, stride, n, op, dtype, result, stream);
     } else {
-      cuda_exact_stacked_half(stacked, world, stride, n, op, dtype, result, stream);
+      detail::cuda_exact_stacked_half_shaped(stacked, world, stride, n, op, dtype, result, stream,
+                                             shape);
     }
   };
   const auto copy = [&] {
@@ -168,8 +172,14 @@ void BM_HalfVsCopy(benchmark::State& state) {
   state.counters["kernel_median_ms"] = median(kernel_ms);
   state.counters["copy_median_ms"] = median(copy_ms);
   const detail::HalfPath path = detail::half_path(stacked, world, stride, n, result);
-  state.SetLabel(std::string(name_of(kernel)) + " " + std::string(to_string(dtype)) + " " +
-                 std::string(to_string(op)) + " " + detail::to_string(path) + " " + layout.name);
+  std::string label = std::string(name_of(kernel)) + " " + std::string(to_string(dtype)) + " " +
+                      std::string(to_string(op)) + " " + detail::to_string(path) + " " +
+                      layout.name;
+  if (kernel == Kernel::kExact) {
+    label += std::string(" ") + detail::to_string(shape);
+    if (shape == detail::default_half_exact_shape(world)) label += " (default)";
+  }
+  state.SetLabel(label);
 
   cudaEventDestroy(start);
   cudaEventDestroy(reduced);
@@ -177,7 +187,17 @@ void BM_HalfVsCopy(benchmark::State& state) {
   cudaStreamDestroy(stream);
 }
 
+std::int64_t index_of_default_shape(std::int64_t world) {
+  const detail::HalfExactShape wanted =
+      detail::default_half_exact_shape(static_cast<std::uint32_t>(world));
+  for (std::size_t i = 0; i < std::size(detail::kAllHalfExactShapes); ++i) {
+    if (detail::kAllHalfExactShapes[i] == wanted) return static_cast<std::int64_t>(i);
+  }
+  return 0;
+}
+
 void half_arguments(benchmark::internal::Benchmark* b) {
+  const auto shapes = static_cast<std::int64_t>(std::size(detail::kAllHalfExactShapes));
   constexpr std::int64_t kSizes[] = {std::int64_t{1} << 20, std::int64_t{1} << 24,
                                      std::int64_t{1} << 27};
   const auto layouts = static_cast<std::int64_t>(std::size(kLayouts));
@@ -192,14 +212,21 @@ void half_arguments(benchmark::internal::Benchmark* b) {
             for (const std::int64_t mean : {0, 1}) {
               // The mean at every layout of the middle size; the sum only aligned elsewhere.
               if (mean == 0 && l != 0 && n != kSizes[1]) continue;
-              b->Args({kernel, dtype, world, n, l, mean});
+              const std::int64_t shape = index_of_default_shape(world);
+              b->Args({kernel, dtype, world, n, l, mean, shape});
+              // The other exact shapes where they could matter: the middle size, W ≤ 8.
+              if (kernel == 1 && n == kSizes[1] && world <= 8) {
+                for (std::int64_t other = 0; other < shapes; ++other) {
+                  if (other != shape) b->Args({kernel, dtype, world, n, l, mean, other});
+                }
+              }
             }
           }
         }
       }
     }
   }
-  b->ArgNames({"kernel", "dtype", "W", "n", "layout", "mean"});
+  b->ArgNames({"kernel", "dtype", "W", "n", "layout", "mean", "shape"});
 }
 
 BENCHMARK(BM_HalfVsCopy)

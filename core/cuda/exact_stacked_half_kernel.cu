@@ -52,9 +52,6 @@ using half_kernel_detail::kThreads;
 using half_kernel_detail::kUnit;
 using half_kernel_detail::Unit;
 
-// Slots whose loads are issued together before any is added: 4 × 16 bytes per thread.
-constexpr std::uint32_t kSlotsInFlight = 4;
-
 struct ExactHalfArgs {
   std::uint32_t world;
   int limb_bits;
@@ -158,57 +155,82 @@ __device__ __forceinline__ std::uint16_t exact_element(const HalfTable& t, const
   return rare_element<kF16>(t, a, i, kMean);
 }
 
-// Compiled for 3 resident blocks of kThreads per SM (at most 85 registers): left to itself
-// ptxas takes 92, which leaves 2 blocks, 16 warps, each with 4 × 16 bytes in flight.
-constexpr int kMinBlocksPerSm = 3;
-
+// What settle and the rare path make of one unit's sums: the unit stored whole when every
+// element settled; otherwise the settled elements, then the rare ones (their addends, slot 0's
+// included, which the output may alias, are still unwritten).
 template <bool kF16, bool kMean, bool kPowerOfTwo>
-__global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
+__device__ __forceinline__ void finish_unit(const HalfTable& t, const ExactHalfArgs& a,
+                                            std::size_t u, const ElementSum (&e)[kUnit]) {
+  using half_kernel_detail::half_of;
+  Unit result{};
+  unsigned rare = 0;
+#pragma unroll
+  for (int k = 0; k < static_cast<int>(kUnit); ++k) {
+    std::uint16_t h = 0;
+    if (!settle<kF16, kMean, kPowerOfTwo>(e[k], a, h)) rare |= 1u << k;
+    half_kernel_detail::pack(result, k, h);
+  }
+  if (rare == 0) {
+    half_kernel_detail::store_unit(t, u, result);
+    return;
+  }
+  const std::size_t first = t.head + kUnit * u;
+#pragma unroll
+  for (int k = 0; k < static_cast<int>(kUnit); ++k) {
+    if (!((rare >> k) & 1u)) half_kernel_detail::store_element(t, first + k, half_of(result, k));
+  }
+  for (int k = 0; k < static_cast<int>(kUnit); ++k) {
+    if ((rare >> k) & 1u) {
+      half_kernel_detail::store_element(t, first + k, rare_element<kF16>(t, a, first + k, kMean));
+    }
+  }
+}
+
+// A thread takes kUnits units at a time (units u and u + the grid's threads, so a warp's loads
+// stay contiguous), the loads of 4 / kUnits slots of all of them issued before any is added:
+// 64 bytes in flight per thread either way once W ≥ 4, and at W = 2 twice as many with two
+// units. kMinBlocks: resident blocks of kThreads per SM the registers are capped for (one unit:
+// 3, at most 85 registers, where ptxas alone takes 92 and leaves 2 blocks; two units: 2).
+template <bool kF16, bool kMean, bool kPowerOfTwo, int kUnits, int kMinBlocks>
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
     exact_stacked_half_kernel(HalfTable t, ExactHalfArgs a) {
   using half_kernel_detail::half_of;
   using half_kernel_detail::widen;
+  constexpr std::uint32_t kSlotsInFlight = 4 / kUnits;
   const std::size_t thread = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::size_t threads = static_cast<std::size_t>(gridDim.x) * blockDim.x;
 
-  for (std::size_t u = thread; u < t.units; u += threads) {
-    ElementSum e[kUnit];
+  for (std::size_t first = thread; first < t.units; first += threads * kUnits) {
+    ElementSum e[kUnits][kUnit];
     for (std::uint32_t r = 0; r < t.world; r += kSlotsInFlight) {
-      Unit held[kSlotsInFlight];
+      Unit held[kSlotsInFlight][kUnits];
 #pragma unroll
       for (std::uint32_t j = 0; j < kSlotsInFlight; ++j) {
-        if (r + j < t.world) held[j] = half_kernel_detail::load_unit(t, r + j, u);
+#pragma unroll
+        for (int v = 0; v < kUnits; ++v) {
+          const std::size_t u = first + v * threads;
+          if (r + j < t.world && u < t.units)
+            held[j][v] = half_kernel_detail::load_unit(t, r + j, u);
+        }
       }
 #pragma unroll
       for (std::uint32_t j = 0; j < kSlotsInFlight; ++j) {
         if (r + j >= t.world) break;
 #pragma unroll
-        for (int k = 0; k < static_cast<int>(kUnit); ++k)
-          add(e[k], widen<kF16>(half_of(held[j], k)));
+        for (int v = 0; v < kUnits; ++v) {
+          if (first + v * threads >= t.units) break;
+#pragma unroll
+          for (int k = 0; k < static_cast<int>(kUnit); ++k) {
+            add(e[v][k], widen<kF16>(half_of(held[j][v], k)));
+          }
+        }
       }
     }
-    Unit result{};
-    unsigned rare = 0;
 #pragma unroll
-    for (int k = 0; k < static_cast<int>(kUnit); ++k) {
-      std::uint16_t h = 0;
-      if (!settle<kF16, kMean, kPowerOfTwo>(e[k], a, h)) rare |= 1u << k;
-      half_kernel_detail::pack(result, k, h);
-    }
-    if (rare == 0) {
-      half_kernel_detail::store_unit(t, u, result);
-      continue;
-    }
-    // The rare rest, once the others are stored: their addends (slot 0's included, which the
-    // output may alias) are still unwritten.
-    const std::size_t first = t.head + kUnit * u;
-#pragma unroll
-    for (int k = 0; k < static_cast<int>(kUnit); ++k) {
-      if (!((rare >> k) & 1u)) half_kernel_detail::store_element(t, first + k, half_of(result, k));
-    }
-    for (int k = 0; k < static_cast<int>(kUnit); ++k) {
-      if ((rare >> k) & 1u) {
-        half_kernel_detail::store_element(t, first + k, rare_element<kF16>(t, a, first + k, kMean));
-      }
+    for (int v = 0; v < kUnits; ++v) {
+      const std::size_t u = first + v * threads;
+      if (u >= t.units) break;
+      finish_unit<kF16, kMean, kPowerOfTwo>(t, a, u, e[v]);
     }
   }
 
@@ -221,18 +243,31 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
   }
 }
 
-template <bool kF16>
+template <bool kF16, int kUnits, int kMinBlocks>
 void launch_for(const HalfTable& table, const ExactHalfArgs& args, Op op, cudaStream_t stream) {
   const auto launch = [&](auto kernel) {
-    kernel<<<half_kernel_detail::grid_for(kernel, table), kThreads, 0, stream>>>(table, args);
+    const std::size_t work = table.units != 0 ? (table.units + kUnits - 1) / kUnits : table.n;
+    const unsigned blocks = cuda_detail::resident_grid(reinterpret_cast<const void*>(kernel),
+                                                       kThreads, (work + kThreads - 1) / kThreads);
+    kernel<<<blocks, kThreads, 0, stream>>>(table, args);
     RV_CUDA_CHECK_LAUNCH("exact_stacked_half_kernel");
   };
   if (op == Op::kSum) {
-    launch(exact_stacked_half_kernel<kF16, false, false>);
+    launch(exact_stacked_half_kernel<kF16, false, false, kUnits, kMinBlocks>);
   } else if (args.log2_world >= 0) {
-    launch(exact_stacked_half_kernel<kF16, true, true>);
+    launch(exact_stacked_half_kernel<kF16, true, true, kUnits, kMinBlocks>);
   } else {
-    launch(exact_stacked_half_kernel<kF16, true, false>);
+    launch(exact_stacked_half_kernel<kF16, true, false, kUnits, kMinBlocks>);
+  }
+}
+
+template <bool kF16>
+void launch_shaped(const HalfTable& table, const ExactHalfArgs& args, Op op, cudaStream_t stream,
+                   detail::HalfExactShape shape) {
+  if (shape == detail::HalfExactShape::kTwoUnits) {
+    launch_for<kF16, 2, 2>(table, args, op, stream);
+  } else {
+    launch_for<kF16, 1, 3>(table, args, op, stream);
   }
 }
 
@@ -244,8 +279,26 @@ int log2_if_power_of_two(std::uint32_t world) {
 
 }  // namespace
 
-void cuda_exact_stacked_half(const void* d_stacked, std::uint32_t world, std::size_t slot_stride,
-                             std::size_t n, Op op, DType dtype, void* d_out, void* cuda_stream) {
+namespace detail {
+
+// Not yet measured against each other (bench_cuda_half compares them): one unit everywhere.
+HalfExactShape default_half_exact_shape(std::uint32_t /*world*/) {
+  return HalfExactShape::kOneUnit;
+}
+
+const char* to_string(HalfExactShape shape) {
+  switch (shape) {
+    case HalfExactShape::kOneUnit:
+      return "one-unit";
+    case HalfExactShape::kTwoUnits:
+      return "two-units";
+  }
+  return "unknown";
+}
+
+void cuda_exact_stacked_half_shaped(const void* d_stacked, std::uint32_t world,
+                                    std::size_t slot_stride, std::size_t n, Op op, DType dtype,
+                                    void* d_out, void* cuda_stream, HalfExactShape shape) {
   if (dtype == DType::kF32) {
     return launch_exact_reduce_stacked(static_cast<const float*>(d_stacked), world, slot_stride, n,
                                        op, static_cast<float*>(d_out), cuda_stream);
@@ -258,10 +311,18 @@ void cuda_exact_stacked_half(const void* d_stacked, std::uint32_t world, std::si
                            exact::log2_ceiling(world)};
   const auto stream = static_cast<cudaStream_t>(cuda_stream);
   if (dtype == DType::kF16) {
-    launch_for<true>(table, args, op, stream);
+    launch_shaped<true>(table, args, op, stream, shape);
   } else {
-    launch_for<false>(table, args, op, stream);
+    launch_shaped<false>(table, args, op, stream, shape);
   }
+}
+
+}  // namespace detail
+
+void cuda_exact_stacked_half(const void* d_stacked, std::uint32_t world, std::size_t slot_stride,
+                             std::size_t n, Op op, DType dtype, void* d_out, void* cuda_stream) {
+  detail::cuda_exact_stacked_half_shaped(d_stacked, world, slot_stride, n, op, dtype, d_out,
+                                         cuda_stream, detail::default_half_exact_shape(world));
 }
 
 }  // namespace rv

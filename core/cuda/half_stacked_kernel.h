@@ -55,5 +55,17 @@ HalfPath half_path(const void* d_stacked, std::uint32_t world, std::size_t slot_
                    std::size_t n, const void* d_out);
 const char* to_string(HalfPath path);
 
+// How the exact kernel's threads take the table: one 8-element unit at a time (4 slots' loads
+// in flight), or two units (2 slots' loads of both in flight: twice the bytes in flight at
+// W = 2, with fewer resident threads). The same bits; the benchmark compares them.
+enum class HalfExactShape : std::uint8_t { kOneUnit, kTwoUnits };
+inline constexpr HalfExactShape kAllHalfExactShapes[] = {HalfExactShape::kOneUnit,
+                                                         HalfExactShape::kTwoUnits};
+HalfExactShape default_half_exact_shape(std::uint32_t world);
+const char* to_string(HalfExactShape shape);
+void cuda_exact_stacked_half_shaped(const void* d_stacked, std::uint32_t world,
+                                    std::size_t slot_stride, std::size_t n, Op op, DType dtype,
+                                    void* d_out, void* cuda_stream, HalfExactShape shape);
+
 }  // namespace detail
 }  // namespace rv

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -143,7 +144,8 @@ std::string describe(DType dtype, Kernel kernel, std::uint32_t world, std::size_
 // Runs `kernel` over the slots on the device at `layout`; returns the output's n elements
 // after checking every guard, gap and (in place) every other slot kept its bytes.
 Halves run_on_device(Kernel kernel, const std::vector<Halves>& slots, Op op, DType dtype,
-                     const Layout& layout, HalfPath* path = nullptr) {
+                     const Layout& layout, HalfPath* path = nullptr,
+                     std::optional<detail::HalfExactShape> shape = std::nullopt) {
   const auto world = static_cast<std::uint32_t>(slots.size());
   const std::size_t n = slots[0].size();
   const std::size_t stride = n + layout.stride_extra;
@@ -169,7 +171,12 @@ Halves run_on_device(Kernel kernel, const std::vector<Halves>& slots, Op op, DTy
   if (kernel == Kernel::kFold) {
     cuda_fold_stacked_half(d_stacked, world, stride, n, op, dtype, d_result, nullptr);
   } else {
-    cuda_exact_stacked_half(d_stacked, world, stride, n, op, dtype, d_result, nullptr);
+    if (shape) {
+      detail::cuda_exact_stacked_half_shaped(d_stacked, world, stride, n, op, dtype, d_result,
+                                             nullptr, *shape);
+    } else {
+      cuda_exact_stacked_half(d_stacked, world, stride, n, op, dtype, d_result, nullptr);
+    }
   }
   std::vector<unsigned char> after(image.size());
   d_table.download(after.data(), after.size());  // waits for the kernel
@@ -394,6 +401,31 @@ TEST_F(HalfExact, EqualsHostOnWideWindowsAndBoundaries) {
       for (const Op op : kOps) {
         expect_equal(Kernel::kExact, dtype, slots, op, Layout{});
         expect_equal(Kernel::kExact, dtype, slots, op, Layout{10, 1, 0});
+      }
+    }
+  }
+}
+
+// Every shape of the exact kernel (detail::HalfExactShape) gives the host's bits, on the paths
+// and edges where a thread's second unit may be missing.
+TEST_F(HalfExact, EveryShapeEqualsHost) {
+  const Layout layouts[] = {Layout{}, Layout{2, 1, 6}, Layout{0, 3, 0}, Layout{4, 0, 0, true}};
+  for (const detail::HalfExactShape shape : detail::kAllHalfExactShapes) {
+    for (const DType dtype : kHalfDTypes) {
+      for (std::uint32_t world = 1; world <= 8; ++world) {
+        for (const std::size_t n : {std::size_t{1}, std::size_t{33}, std::size_t{1000},
+                                    std::size_t{4099}, (std::size_t{1} << 20) + 5}) {
+          const auto slots = mixed_slots(dtype, world, n, 3 * world + n);
+          for (const Op op : kOps) {
+            const Halves expected = expected_of(Kernel::kExact, slots, op, dtype);
+            for (const Layout& layout : layouts) {
+              SCOPED_TRACE(std::string(detail::to_string(shape)) + " " +
+                           describe(dtype, Kernel::kExact, world, n, op, layout));
+              EXPECT_TRUE(same_halves(expected, run_on_device(Kernel::kExact, slots, op, dtype,
+                                                              layout, nullptr, shape)));
+            }
+          }
+        }
       }
     }
   }
