@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds, on this (GPU-less) machine, what ci/device/run-on-h200.sh runs on a GPU machine,
 # and stages it in build-device/ (ignored by git; carried to the device machine):
-#   build-device/bin/   the GPU tests, bench_cuda, bench_cuda_exact, bench_nccl, reduce-verify
+#   build-device/bin/   the GPU tests, bench_cuda, bench_cuda_exact, bench_cuda_half, bench_nccl,
+#                       reduce-verify
 #                       (when it builds)
 #   build-device/lib/   the shared libraries they need that a bare CUDA image may lack
 #                       (Google Benchmark and Gloo are shared-only on Debian), and
@@ -22,8 +23,8 @@ cmake -S "$root" -B "$tree" -G Ninja -DCMAKE_BUILD_TYPE=Release -DRV_WERROR=ON \
 
 programs=(gpu_fold_kernel_test gpu_cuda_fold_device_test gpu_loopback_world_test
           gpu_exact_kernel_test gpu_exact_world_test gpu_accumulator_test
-          gpu_nccl_transport_test cuda_host_test digest_tree_cuda_test bench_cuda bench_cuda_exact
-          bench_nccl)
+          gpu_nccl_transport_test cuda_host_test digest_tree_cuda_test gpu_half_stacked_kernel_test
+          bench_cuda bench_cuda_exact bench_cuda_half bench_nccl)
 cmake --build "$tree" -j "$jobs" --target "${programs[@]}"
 # The C ABI the Python package loads (ci/device/run-ddp-hook-bench.sh), built with CUDA.
 cmake --build "$tree" -j "$jobs" --target reduce_verify_c

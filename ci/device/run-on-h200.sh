@@ -99,7 +99,7 @@ run_tests() {  # run_tests KEY TEST...
 }
 run_tests system gpu_fold_kernel_test gpu_cuda_fold_device_test gpu_loopback_world_test \
   gpu_exact_kernel_test gpu_exact_world_test gpu_accumulator_test gpu_nccl_transport_test \
-  cuda_host_test
+  cuda_host_test gpu_half_stacked_kernel_test
 
 # 3. The fold benchmark (3 repetitions: the spread shows in the aggregates).
 log="$work/reports/bench.log"
@@ -111,6 +111,9 @@ step "bench_cuda (fold vs cudaMemcpy D2D)" 300 "$log" env "$(libs system)" "$bun
 step "bench_cuda_exact (exact kernels and the accumulator vs cudaMemcpy D2D)" 200 "$log" env "$(libs system)" \
   "$bundle/bin/bench_cuda_exact" --benchmark_repetitions=3 --benchmark_counters_tabular=true \
   --benchmark_out="$out/cuda-exact-h200.json" --benchmark_out_format=json
+step "bench_cuda_half (bf16/f16 fold and exact stacked kernels vs cudaMemcpy D2D)" 300 "$log" \
+  env "$(libs system)" "$bundle/bin/bench_cuda_half" --benchmark_counters_tabular=true \
+  --benchmark_out="$out/cuda-half-h200.json" --benchmark_out_format=json
 # 4. The NCCL benchmark as a world of one (a smoke test: it needs >= 2 GPUs to measure).
 step "bench_nccl world of one (smoke, <= 64 MiB)" 120 "$log" env "$(libs system)" \
   REDUCE_VERIFY_RENDEZVOUS="$work/rdv" "$bundle/bin/bench_nccl" \

@@ -93,12 +93,8 @@ void CudaExactDevice::encode(const float* values, const ExactPlan& plan, std::in
 void CudaExactDevice::round(const std::int64_t* sums, const ExactPlan& plan, Op op, float* out,
                             DType dtype) {
   if (plan.count == 0) return;
-  if (dtype != DType::kF32) {
-    throw InputError(std::string(name()) + ": the exact round kernel rounds to f32 only, not " +
-                     std::string(to_string(dtype)));
-  }
   const cuda_detail::ScopedDevice scope(device_);
-  launch_exact_round(sums, view_of(plan, device_slots(plan)), op, out, stream_);
+  launch_exact_round(sums, view_of(plan, device_slots(plan)), op, dtype, out, stream_);
 }
 
 void CudaExactDevice::synchronize() {

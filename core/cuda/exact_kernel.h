@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "core/contract.h"
+#include "core/dtype.h"
 #include "core/exact/exact_plan.h"
 #include "core/transport/transport.h"
 
@@ -47,6 +48,11 @@ void launch_exact_encode(const float* d_values, const ExactPlanView& plan, std::
 // overlap d_sums.
 void launch_exact_round(const std::int64_t* d_sums, const ExactPlanView& plan, Op op, float* d_out,
                         void* cuda_stream);
+// The same, each result rounded once to `dtype` (docs/DESIGN.md §2.5: the exact sum or mean
+// straight to bf16/f16, never through binary32) and written as its binary32 widening:
+// host_exact.h's exact_round(…, dtype), bit for bit. f32 is the call above.
+void launch_exact_round(const std::int64_t* d_sums, const ExactPlanView& plan, Op op, DType dtype,
+                        float* d_out, void* cuda_stream);
 
 // The exact contract over W slots in one device's memory (slot r at d_stacked + r ×
 // slot_stride, n values each from a block-aligned start), in one launch and with no host

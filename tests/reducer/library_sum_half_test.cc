@@ -204,5 +204,26 @@ TEST(LibrarySumHalf, GlooRefusesBf16NamingGlooAndBf16BeforeAnyByteMoves) {
   }
 }
 
+// Debian's Gloo loses f16 additions (core/transport/gloo/gloo_context_collectives.cc names the
+// defect): 0x202b + 0x7005 is 0x7005 (8232; the small addend is below half its ulp), and a
+// defective Gloo leaves 0x202b. The transport's probe must say so exactly when the live ring
+// sum shows it, and `run` then skips Gloo's f16 library sum with that reason.
+TEST(LibrarySumHalf, GlooF16DefectIsProbedExactlyWhenTheLiveSumShowsIt) {
+  if (!has_gloo()) GTEST_SKIP() << "this build has no Gloo";
+  const Arenas arenas = {{oracle_widen_f16(0x202b)}, {oracle_widen_f16(0x7005)}};
+  const Arenas got = library_sums(WorldTransport::kGloo, arenas, Op::kSum, DType::kF16);
+  std::optional<std::string> unavailable;
+  run_ranks_over(WorldTransport::kGloo, 2, [&](std::uint32_t rank, Transport& t) {
+    if (rank == 0) unavailable = t.library_sum_unavailable(DType::kF16);
+  });
+  const std::uint16_t bits = oracle_narrow_f16(got[0][0]);
+  if (unavailable) {
+    EXPECT_EQ(bits, 0x202b) << "the probe calls Gloo's f16 sum defective, the live sum is not";
+    EXPECT_NE(unavailable->find("defective"), std::string::npos) << *unavailable;
+  } else {
+    EXPECT_EQ(bits, 0x7005) << "Gloo's f16 sum lost an addition, the probe did not see it";
+  }
+}
+
 }  // namespace
 }  // namespace rv::test

@@ -55,8 +55,13 @@ CaseResult skipped_result(const CaseId& data_case, Contract contract, std::strin
 }
 
 bool must_equal_golden(const CaseId& data_case, Contract contract) {
+  // W <= 2: one commutative addition, rounded once either way (for bf16/f16 through binary32
+  // first, which is innocuous: 24 >= 2p + 2). A half-precision mean is the exception: the
+  // library's sum is rounded to the dtype before the scaling, so it can overflow to ±Inf
+  // where fixed-order's binary32 sum does not; it is held to the bound instead.
+  const bool half_mean = data_case.dtype != DType::kF32 && data_case.op == Op::kMean;
   return contract != Contract::kLibrarySum || data_case.dist == Distribution::kExact ||
-         data_case.world <= 2;
+         (data_case.world <= 2 && !half_mean);
 }
 
 namespace {

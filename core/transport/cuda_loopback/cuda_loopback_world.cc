@@ -39,6 +39,13 @@ class CudaLoopbackTransport final : public in_process::InProcessTransport {
         "cuda-loopback has no library sum: its ranks are threads of one process on one GPU, "
         "with no collective library whose float sum it could report");
   }
+  // The in-process stand-in's half sum would read these device buffers on the host: refused
+  // as the float sum is, before anything moves.
+  void library_sum_half(void* /*values*/, std::size_t /*n*/, DType dtype) override {
+    throw InputError("cuda-loopback has no library sum of " + std::string(to_string(dtype)) +
+                     ": its ranks are threads of one process on one GPU, with no collective "
+                     "library whose sum it could report");
+  }
 
   void all_reduce_int64(std::int64_t* values, std::size_t n, IntReduction op) override {
     settle();

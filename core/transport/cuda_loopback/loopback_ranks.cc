@@ -115,11 +115,12 @@ std::vector<float> LoopbackRanks::reduce(std::uint32_t rank, const std::vector<f
 }
 
 std::vector<std::vector<float>> LoopbackRanks::all_reduce(
-    const std::vector<std::vector<float>>& arenas, Contract contract, Op op) {
+    const std::vector<std::vector<float>>& arenas, Contract contract, Op op, DType dtype) {
   RV_ENFORCE_EQ(InputError, arenas.size(), static_cast<std::size_t>(world()),
                 "cuda-loopback: one arena per rank");
   std::vector<std::vector<float>> reduced(world());
-  run([&](std::uint32_t rank) { reduced[rank] = reduce(rank, arenas[rank], contract, op); });
+  run([&](std::uint32_t rank) { reduced[rank] = reduce(rank, arenas[rank], contract, op, dtype);
+  });
   return reduced;
 }
 

@@ -48,14 +48,15 @@ class LoopbackRanks {
 
   // Collective, inside a step on every rank: rank `rank` reduces its arena `input` under
   // `contract` (fixed-order or exact; library-sum is an InputError) with the real reducer
-  // over the loopback transport, and returns its reduced arena. bf16/f16: values widened in
-  // and out (docs/DESIGN.md §2.5).
+  // over the loopback transport, and returns its reduced arena. For bf16/f16 the arena holds
+  // the dtype's values widened and the result is rounded to the dtype, widened
+  // (docs/DESIGN.md §2.5).
   std::vector<float> reduce(std::uint32_t rank, const std::vector<float>& input, Contract contract,
                             Op op, DType dtype = DType::kF32);
 
   // One reduction of `arenas` (one per rank): every rank's reduced arena.
   std::vector<std::vector<float>> all_reduce(const std::vector<std::vector<float>>& arenas,
-                                             Contract contract, Op op);
+                                             Contract contract, Op op, DType dtype = DType::kF32);
 
  private:
   struct Rank;

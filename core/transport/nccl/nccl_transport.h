@@ -1,6 +1,7 @@
 // The NCCL transport (docs/DESIGN.md §5): one process per GPU, bytes only. exchange is grouped
 // ncclSend/ncclRecv (the own slot by a device copy), all_gather and broadcast move bytes,
-// library_sum is ncclAllReduce's own float sum (the library-sum contract), max_int an int64
+// library_sum is ncclAllReduce's own float sum (the library-sum contract; library_sum_half the
+// same over bf16/f16 elements with ncclBfloat16 / ncclFloat16), max_int an int64
 // max. The fixed-order contract uses only the byte-moving calls; its arithmetic is our fold
 // kernel (CudaFoldDevice), never NCCL's.
 //

@@ -176,6 +176,27 @@ void NcclTransport::library_sum(float* values, std::size_t n) {
   complete("library sum (ncclAllReduce)");
 }
 
+// The library's own half-precision sum (docs/DESIGN.md §2.5): ncclAllReduce of the format's
+// 2-byte elements with ncclBfloat16 / ncclFloat16, which rounds every partial sum to the
+// dtype; the caller widens the result and finishes the mean. Enqueued and watched as the
+// float sum is. f32 is not a half dtype: library_sum takes it.
+void NcclTransport::library_sum_half(void* values, std::size_t n, DType dtype) {
+  if (dtype == DType::kF32) {
+    throw InputError("NCCL library_sum_half on " + where() +
+                     ": f32 is not a half-precision dtype (library_sum sums binary32)");
+  }
+  const bool bf16 = dtype == DType::kBF16;
+  const char* what = bf16 ? "library sum bf16 (ncclAllReduce ncclBfloat16)"
+                          : "library sum f16 (ncclAllReduce ncclFloat16)";
+  const cuda_detail::ScopedDevice scope(device_);
+  begin(what);
+  if (n == 0) return;
+  check_enqueue(api().all_reduce(values, values, n, bf16 ? ncclBfloat16 : ncclFloat16, ncclSum,
+                                 comm_, stream_),
+                what);
+  complete(what);
+}
+
 void NcclTransport::all_reduce_int64(std::int64_t* values, std::size_t n, IntReduction op) {
   const cuda_detail::ScopedDevice scope(device_);
   const char* what =

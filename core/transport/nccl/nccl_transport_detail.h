@@ -41,6 +41,11 @@ class NcclTransport final : public Transport {
   void broadcast(void* buf, std::size_t bytes, std::uint32_t root) override;
   void barrier() override;
   void library_sum(float* values, std::size_t n) override;
+  void library_sum_half(void* values, std::size_t n, DType dtype) override;
+  // NCCL sums both half formats natively (ncclBfloat16, ncclFloat16).
+  std::optional<std::string> library_sum_unavailable(DType) const override {
+    return std::nullopt;
+  }
   std::int64_t max_int(std::int64_t value) override;
   void all_reduce_int64(std::int64_t* values, std::size_t n, IntReduction op) override;
 

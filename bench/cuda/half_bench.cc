@@ -1,0 +1,265 @@
+// The native bf16/f16 stacked kernels (core/cuda/half_stacked_kernel.h) against cudaMemcpy
+// device-to-device, measured as bench_cuda measures the f32 fold (fold_bench.cc): W stacked
+// slots of n 2-byte elements, the kernel and the copy timed with CUDA events alternately in
+// each iteration, each enqueued while the device is still busy with the work before it, after
+// a warm-up; the counters are medians.
+//   kernel traffic: W slots read + 1 written = (W + 1) × 2n bytes
+//   copy traffic:   the same W slots read + written elsewhere = 2 × (table bytes)
+//   copy_fraction = kernel bandwidth / copy bandwidth (target ≥ 0.9 on the H200)
+// Kernels: the fold (sum and mean) and the exact contract (sum and mean; the mean at W = 3 is a
+// division, at W = 2^k a scaling), for bf16 and f16; the exact kernel's default shape
+// everywhere and its other shapes (detail::HalfExactShape) at 2^24 elements, W ≤ 8. Data:
+// gradient-like (`normal`) arenas of the dtype, every slot its own rank's. Sizes: slots of 2^20,
+// 2^24 and 2^27 elements (2, 32 and 256 MiB). Layouts (element offsets from a 16-byte boundary):
+// the aligned table (the vector path), a stride of n + 1 (neighbouring slots at different phases),
+// the output one element off, and table, stride and output all at different phases (the realigned
+// path). The copy always moves the aligned buffers: it is the ceiling, not a copy of the same
+// misalignment.
+//
+// Run: bench_cuda_half --benchmark_out=cuda-half-h200.json --benchmark_out_format=json
+#include <benchmark/benchmark.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/arena.h"
+#include "core/cuda/device_buffer.h"
+#include "core/cuda/device_info.h"
+#include "core/cuda/half_stacked_kernel.h"
+#include "core/dtype_law.h"
+
+namespace rv {
+namespace {
+
+constexpr int kWarmup = 3;
+constexpr int kIterations = 25;
+
+void check(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) {
+    throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
+  }
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t mid = values.size() / 2;
+  return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
+}
+
+struct Layout {
+  const char* name;
+  std::size_t table_phase;  // elements past a 16-byte boundary
+  std::size_t stride_extra;
+  std::size_t out_phase;
+};
+constexpr Layout kLayouts[] = {
+    {"aligned", 0, 0, 0},
+    {"stride+1", 0, 1, 0},
+    {"out+1", 0, 0, 1},
+    {"table+3 stride+5 out+6", 3, 5, 6},
+};
+
+constexpr DType kDTypes[] = {DType::kBF16, DType::kF16};
+enum class Kernel { kFold, kExact };
+const char* name_of(Kernel k) { return k == Kernel::kFold ? "fold" : "exact"; }
+
+// The first 2^24 elements of rank r's gradient-like arena of the dtype (its 2-byte elements),
+// made once: longer slots repeat them (generating 2^27 elements per slot on the host would
+// take longer than the measurements).
+constexpr std::size_t kPattern = std::size_t{1} << 24;
+const std::vector<std::uint16_t>& slot_pattern(DType dtype, std::uint32_t rank) {
+  static std::map<std::pair<int, std::uint32_t>, std::vector<std::uint16_t>> made;
+  std::vector<std::uint16_t>& bits = made[{static_cast<int>(dtype), rank}];
+  if (bits.empty()) {
+    const std::vector<float> values = generate_arena(
+        ArenaSpec{kLatestGenerator, Distribution::kNormal, 42, dtype}, rank, kPattern);
+    bits.resize(kPattern);
+    for (std::size_t i = 0; i < kPattern; ++i) bits[i] = half_bits(dtype, values[i]);
+  }
+  return bits;
+}
+
+void BM_HalfVsCopy(benchmark::State& state) {
+  const auto kernel = static_cast<Kernel>(state.range(0));
+  const DType dtype = kDTypes[state.range(1)];
+  const auto world = static_cast<std::uint32_t>(state.range(2));
+  const auto n = static_cast<std::size_t>(state.range(3));
+  const Layout& layout = kLayouts[state.range(4)];
+  const Op op = state.range(5) != 0 ? Op::kMean : Op::kSum;
+  const detail::HalfExactShape shape = detail::kAllHalfExactShapes[state.range(6)];
+  const std::size_t stride = n + layout.stride_extra;
+  const std::size_t table_elements = (world - 1) * stride + n;
+
+  const DeviceBuffer table(0, (table_elements + 8) * 2);
+  const DeviceBuffer out(0, (n + 8) * 2);
+  const DeviceBuffer copy_target(0, table_elements * 2);
+  auto* const stacked = static_cast<std::uint16_t*>(table.data()) + layout.table_phase;
+  auto* const result = static_cast<std::uint16_t*>(out.data()) + layout.out_phase;
+  // Distinct slots up to 4 (uploads of a 256 MiB slot are slow), repeated above.
+  for (std::uint32_t r = 0; r < world; ++r) {
+    if (r < 4) {
+      const std::vector<std::uint16_t>& values = slot_pattern(dtype, r);
+      for (std::size_t begin = 0; begin < n; begin += kPattern) {
+        check(cudaMemcpy(stacked + r * stride + begin, values.data(),
+                         std::min(kPattern, n - begin) * 2, cudaMemcpyHostToDevice),
+              "upload");
+      }
+    } else {
+      check(cudaMemcpy(stacked + r * stride, stacked + (r % 4) * stride, n * 2,
+                       cudaMemcpyDeviceToDevice),
+            "fill");
+    }
+  }
+  cudaStream_t stream = nullptr;
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+  cudaEvent_t start, reduced, copied;
+  check(cudaEventCreate(&start), "event");
+  check(cudaEventCreate(&reduced), "event");
+  check(cudaEventCreate(&copied), "event");
+
+  const auto run = [&] {
+    if (kernel == Kernel::kFold) {
+      cuda_fold_stacked_half(stacked, world, stride, n, op, dtype, result, stream);
+    } else {
+      detail::cuda_exact_stacked_half_shaped(stacked, world, stride, n, op, dtype, result, stream,
+                                             shape);
+    }
+  };
+  const auto copy = [&] {
+    check(cudaMemcpyAsync(copy_target.data(), table.data(), table_elements * 2,
+                          cudaMemcpyDeviceToDevice, stream),
+          "copy");
+  };
+  for (int i = 0; i < kWarmup; ++i) {
+    run();
+    copy();
+  }
+  check(cudaStreamSynchronize(stream), "warm-up");
+
+  std::vector<double> kernel_ms, copy_ms;
+  for (auto _ : state) {
+    copy();  // keeps the stream busy while the timed work is enqueued
+    check(cudaEventRecord(start, stream), "record");
+    run();
+    check(cudaEventRecord(reduced, stream), "record");
+    copy();
+    check(cudaEventRecord(copied, stream), "record");
+    check(cudaEventSynchronize(copied), "sync");
+    float k = 0, c = 0;
+    check(cudaEventElapsedTime(&k, start, reduced), "elapsed");
+    check(cudaEventElapsedTime(&c, reduced, copied), "elapsed");
+    kernel_ms.push_back(k);
+    copy_ms.push_back(c);
+    state.SetIterationTime(k / 1e3);
+  }
+  check(cudaGetLastError(), "kernel");
+
+  const double kernel_bytes = static_cast<double>(world + 1) * 2.0 * static_cast<double>(n);
+  const double copy_bytes = 2.0 * 2.0 * static_cast<double>(table_elements);
+  const double kernel_bw = kernel_bytes / (median(kernel_ms) / 1e3);
+  const double copy_bw = copy_bytes / (median(copy_ms) / 1e3);
+  state.SetBytesProcessed(static_cast<std::int64_t>(kernel_bytes) * state.iterations());
+  state.counters["kernel_GBps"] = kernel_bw / 1e9;
+  state.counters["copy_GBps"] = copy_bw / 1e9;
+  state.counters["copy_fraction"] = kernel_bw / copy_bw;
+  state.counters["kernel_median_ms"] = median(kernel_ms);
+  state.counters["copy_median_ms"] = median(copy_ms);
+  const detail::HalfPath path = detail::half_path(stacked, world, stride, n, result);
+  std::string label = std::string(name_of(kernel)) + " " + std::string(to_string(dtype)) + " " +
+                      std::string(to_string(op)) + " " + detail::to_string(path) + " " +
+                      layout.name;
+  if (kernel == Kernel::kExact) {
+    label += std::string(" ") + detail::to_string(shape);
+    if (shape == detail::default_half_exact_shape(world)) label += " (default)";
+  }
+  state.SetLabel(label);
+
+  cudaEventDestroy(start);
+  cudaEventDestroy(reduced);
+  cudaEventDestroy(copied);
+  cudaStreamDestroy(stream);
+}
+
+std::int64_t index_of_default_shape(std::int64_t world) {
+  const detail::HalfExactShape wanted =
+      detail::default_half_exact_shape(static_cast<std::uint32_t>(world));
+  for (std::size_t i = 0; i < std::size(detail::kAllHalfExactShapes); ++i) {
+    if (detail::kAllHalfExactShapes[i] == wanted) return static_cast<std::int64_t>(i);
+  }
+  return 0;
+}
+
+void half_arguments(benchmark::internal::Benchmark* b) {
+  const auto shapes = static_cast<std::int64_t>(std::size(detail::kAllHalfExactShapes));
+  constexpr std::int64_t kSizes[] = {std::int64_t{1} << 20, std::int64_t{1} << 24,
+                                     std::int64_t{1} << 27};
+  const auto layouts = static_cast<std::int64_t>(std::size(kLayouts));
+  for (const std::int64_t kernel : {0, 1}) {
+    for (const std::int64_t dtype : {0, 1}) {
+      for (const std::int64_t world : {2, 3, 4, 8, 16}) {
+        for (const std::int64_t n : kSizes) {
+          // The largest slots only at W ≤ 8: 17 × 256 MiB plus the copy's target is more than
+          // needed to show the trend.
+          if (n == kSizes[2] && world > 8) continue;
+          for (std::int64_t l = 0; l < layouts; ++l) {
+            for (const std::int64_t mean : {0, 1}) {
+              // The mean at every layout of the middle size; the sum only aligned elsewhere.
+              if (mean == 0 && l != 0 && n != kSizes[1]) continue;
+              const std::int64_t shape = index_of_default_shape(world);
+              b->Args({kernel, dtype, world, n, l, mean, shape});
+              // The other exact shapes where they could matter: the middle size, W ≤ 8.
+              if (kernel == 1 && n == kSizes[1] && world <= 8) {
+                for (std::int64_t other = 0; other < shapes; ++other) {
+                  if (other != shape) b->Args({kernel, dtype, world, n, l, mean, other});
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  b->ArgNames({"kernel", "dtype", "W", "n", "layout", "mean", "shape"});
+}
+
+BENCHMARK(BM_HalfVsCopy)
+    ->Apply(half_arguments)
+    ->UseManualTime()
+    ->Iterations(kIterations)
+    ->Unit(benchmark::kMillisecond);
+
+void add_context() {
+  const CudaInfo info = cuda_info();
+  benchmark::AddCustomContext("cuda_driver", cuda_version_text(info.driver_version));
+  benchmark::AddCustomContext("cuda_runtime", cuda_version_text(info.runtime_version));
+  if (!info.gpus.empty()) {
+    benchmark::AddCustomContext("gpu", describe(info.gpus[0]));
+    benchmark::AddCustomContext("gpu_pci_bus_id", info.gpus[0].pci_bus_id);
+  }
+  benchmark::AddCustomContext("nvidia_driver", info.driver_release);
+  benchmark::AddCustomContext("data", "normal arenas of the dtype, seed 42");
+}
+
+}  // namespace
+}  // namespace rv
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  if (!rv::cuda_device_present()) {
+    std::printf("bench_cuda_half: no CUDA device (%s); nothing to measure\n",
+                rv::cuda_info().status.c_str());
+    return 0;
+  }
+  rv::add_context();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
