@@ -17,6 +17,8 @@
 #      step time against DDP's default all-reduce, and every recorded bucket of the W ranks'
 #      real gradients replayed on the host (python/bench/ddp_hook_overhead.py --processes;
 #      needs the bundle's libreduce_verify_c.so); its JSON and log go into reports.tar.gz
+#   1b. (in step 1) the bf16/f16 golden cases over NCCL under all three contracts, --accuracy,
+#      compared with golden/boxes/cpu-gloo-half.json
 #   6. exact gradient accumulation over NCCL, W x K = 1 x 8, 2 x 4, 4 x 2, 8 x 1 (the W that
 #      fit): one final parameter digest (tests/python/accumulate_nccl_worlds.py)
 # NOT RUN YET: no machine with several GPUs has been lent (see docs/results.md).
@@ -67,9 +69,11 @@ if ((gpus == 1)); then
   # What one GPU can prove, then an honest list of what it cannot.
   check "one GPU: the one-GPU proof (run-on-h200.sh)" env OUT="$out/one-gpu" \
     bash "$root/ci/device/run-on-h200.sh"
+  check "one GPU: the bf16/f16 proof (half-proof.sh)" env OUT="$out/one-gpu-half" \
+    bash "$root/ci/device/half-proof.sh"
   for step in "suite over nccl, W >= 2, each NCCL" "invariance: GPU order, NCCL_ALGO, NCCL_PROTO" \
       "fault: a rank SIGKILLed mid-reduction" "nccl benchmark W >= 2" \
-      "ddp hooks in an NCCL world of several GPUs"; do
+      "ddp hooks in an NCCL world of several GPUs" "bf16/f16 suite over nccl, W >= 2"; do
     note "$(printf '%-60s rc=not-run (needs two or more GPUs)' "$step")"
   done
   exit 0
@@ -81,8 +85,15 @@ for key in system torch; do
   lib="LD_LIBRARY_PATH=${nccl_dirs[$key]}:$bundle/lib"
   report="$work/reports/${gpus}x${model}-nccl-nccl$(nccl_version $key).json"
   check "suite nccl[$key] W=$worlds" env "$lib" "$rv" run --transport nccl --world "$worlds" \
-    --max-world "$gpus" --report "$report"
+    --max-world "$gpus" --dtype f32 --report "$report"
   check "compare nccl[$key] with the CPU report" "$rv" compare "$report" "$cpu_report"
+  # 1b. The bf16/f16 cases (issue 19): fixed-order, exact and NCCL's own half sum
+  # (ncclBfloat16 / ncclFloat16), with each result's error against the correctly rounded sum.
+  half="$work/reports/${gpus}x${model}-nccl-half-nccl$(nccl_version $key).json"
+  check "half suite nccl[$key] W=$worlds --accuracy" env "$lib" "$rv" run --transport nccl \
+    --world "$worlds" --max-world "$gpus" --dtype bf16,f16 --accuracy --report "$half"
+  check "compare half nccl[$key] with the CPU half report" "$rv" compare "$half" \
+    "$root/golden/boxes/cpu-gloo-half.json"
 done
 
 # 2. Invariance, at the largest W, under the system library.
