@@ -69,6 +69,30 @@ TEST(BadInput, SizeNotAMultipleOfFour) {
   expect_bad_input({"digest", "--inputs", a, odd}, odd);
 }
 
+// bf16/f16 files are 2 bytes a value: an odd size is named, with the dtype it was read as.
+TEST(BadInput, HalfInputOfOddSize) {
+  ScratchDir dir;
+  const std::string odd = dir.write("odd.bf16", std::string(7, 'x'));
+  for (const char* dtype : {"bf16", "f16"}) {
+    expect_bad_input({"digest", "--dtype", dtype, "--inputs", odd},
+                     odd + ": size 7 bytes is not a multiple of 2");
+    expect_bad_input({"run", "--transport", "gloo", "--dtype", dtype, "--inputs", odd, odd},
+                     odd + ": size 7 bytes is not a multiple of 2");
+  }
+  expect_bad_input({"digest", "--dtype", "f64", "--inputs", odd}, "'f64' is not f32, bf16 or f16");
+}
+
+// Asked for the library's sum alone, of a dtype the transport's library cannot sum (Gloo has
+// no bfloat16): a named error and exit 2, nothing summed another way.
+TEST(BadInput, LibrarySumOfADtypeTheTransportCannotSum) {
+  const ProcessResult result = run_tool(
+      {"run", "--transport", "gloo", "--contract", "library-sum", "--case",
+       "contract=fixed-order,op=sum,dtype=bf16,w=2,n=10,dist=normal,seed=1,gen=1"});
+  ASSERT_TRUE(result.exited()) << summary(result);
+  EXPECT_EQ(result.exit_code, 2) << summary(result);
+  EXPECT_THAT(result.err, HasSubstr("gloo has no library sum of bf16"));
+}
+
 TEST(BadInput, NoInputs) {
   expect_bad_input({"digest", "--inputs"}, "--inputs");
   expect_bad_input({"digest"}, "give exactly one of");

@@ -116,6 +116,35 @@ TEST(DigestInputs, EqualsXxh128sumOfDumpAndAnIndependentFold) {
   }
 }
 
+// bf16 and f16 files: the printed digest is xxh128sum of the dumped 2-byte result, and the
+// result is the fixed-order rule computed here by hand for values chosen so that every step
+// is exact in binary32 and the last rounding decides: 1 + 2^-9 + 2^-9 is 1 + 2^-8 (bf16
+// keeps 7 fraction bits: exactly 1 + 2^-7 / 2, a tie to even → 1.0; f16 keeps it).
+TEST(DigestInputs, HalfFilesDigestTheirOwnBytes) {
+  ScratchDir dir;
+  // bf16: 1.0 = 0x3f80; 2^-9 = 0x3b00. f16: 1.0 = 0x3c00; 2^-9 = 0x1800.
+  const std::uint16_t bf16[3] = {0x3f80, 0x3b00, 0x3b00}, f16[3] = {0x3c00, 0x1800, 0x1800};
+  for (const bool is_f16 : {false, true}) {
+    const std::uint16_t* v = is_f16 ? f16 : bf16;
+    std::vector<std::string> args = {"digest", "--dtype", is_f16 ? "f16" : "bf16", "--dump",
+                                     dir.file("out"), "--inputs"};
+    for (int r = 0; r < 3; ++r) {
+      args.push_back(dir.write("r" + std::to_string(r) + (is_f16 ? ".f16" : ".bf16"), &v[r], 2));
+    }
+    const ProcessResult result = run_tool(args);
+    ASSERT_EQ(result.exit_code, 0) << summary(result);
+    const std::string dumped = ScratchDir::read(dir.file("out"));
+    ASSERT_EQ(dumped.size(), 2u);
+    std::uint16_t got;
+    std::memcpy(&got, dumped.data(), 2);
+    // f16: 1 + 2^-8 is 0x3c04 exactly. bf16: 1 + 2^-8 is the tie between 0x3f80 and 0x3f81,
+    // to even: 0x3f80.
+    EXPECT_EQ(got, is_f16 ? 0x3c04 : 0x3f80);
+    EXPECT_EQ(result.out.substr(0, 32), xxh128sum(dir.file("out")));
+    EXPECT_THAT(result.out, HasSubstr(is_f16 ? ",dtype=f16,w=3,n=1," : ",dtype=bf16,w=3,n=1,"));
+  }
+}
+
 TEST(DigestInputs, EmptyArenasHaveTheDigestOfNoBytes) {
   ScratchDir dir;
   const std::string a = dir.write("a.f32", "");

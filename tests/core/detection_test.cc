@@ -139,6 +139,9 @@ const std::vector<GoldenEntry>& small_suite() {
     const GoldenFile file = read_golden_file(RV_SOURCE_DIR "/golden/fixed-order.xxh128");
     std::vector<GoldenEntry> small;
     for (const GoldenEntry& entry : file.entries) {
+      // The binary32 cases: the reducer models here fold binary32 (the half rules have
+      // their own oracle tests, tests/reducer/fixed_order_half_test.cc).
+      if (entry.id.dtype != DType::kF32) continue;
       if (entry.id.count * entry.id.world <= (std::uint64_t{1} << 22)) small.push_back(entry);
     }
     return small;

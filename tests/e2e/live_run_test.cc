@@ -38,6 +38,9 @@ std::string small_golden(const ScratchDir& dir, const std::vector<int>& worlds, 
   std::string line;
   while (std::getline(suite, line)) {
     if (line.empty() || line[0] == '#') continue;
+    // The binary32 cases: what these tests count and skip is stated for them (the bf16/f16
+    // cases' library-sum skips on Gloo have tests of their own).
+    if (line.find(",dtype=") != std::string::npos) continue;
     const auto w = std::stol(line.substr(line.find(",w=") + 3));
     const auto n = std::stol(line.substr(line.find(",n=") + 3));
     bool wanted = false;

@@ -121,7 +121,8 @@ inline std::string describe_ranks(const RankProcesses& ranks) {
 }
 
 // Rank 0 printed one line per case and contract, every fixed-order and exact result OK, every
-// library-sum OK or DIFFERS (a float sum in Gloo's ring order; DESIGN §2.3), and 0 failed.
+// library-sum OK or DIFFERS (a float sum in Gloo's ring order; DESIGN §2.3) or, for bf16/f16,
+// SKIPPED naming Gloo, and 0 failed.
 inline void expect_gate_passed(const RankProcess& rank0, std::size_t data_cases) {
   std::size_t lines = 0;
   std::istringstream out(rank0.out());
@@ -138,7 +139,11 @@ inline void expect_gate_passed(const RankProcess& rank0, std::size_t data_cases)
     const bool library_sum = line.rfind("contract=library-sum", 0) == 0;
     const bool ok = line.find(": OK ") != std::string::npos;
     const bool differs = line.find(": DIFFERS ") != std::string::npos;
-    EXPECT_TRUE(ok || (library_sum && differs)) << line;
+    // A bf16/f16 library sum Gloo cannot do (no bf16 type; a defective f16 sum) is skipped
+    // with its reason, never reduced another way (DESIGN §2.5).
+    const bool half_skipped = line.find(",dtype=") != std::string::npos &&
+                              line.find(": SKIPPED (gloo") != std::string::npos;
+    EXPECT_TRUE(ok || (library_sum && (differs || half_skipped))) << line;
   }
   EXPECT_TRUE(summary) << rank0.out();
   EXPECT_EQ(lines, 3 * data_cases) << rank0.out();

@@ -11,6 +11,7 @@ import ctypes
 import fractions
 import os
 import pathlib
+import shlex
 import shutil
 import subprocess
 import sys
@@ -189,6 +190,15 @@ class HalfWorld(unittest.TestCase):
                     as_tensor = torch.tensor(reference, dtype=torch.int32).to(torch.int16)
                     self.assertEqual(reduce_verify.digest(as_tensor.view(dtype)),
                                      entry["result_digest"])
+                    # The manifest's replay line, through the command-line tool: its
+                    # first token is the recorded result's digest.
+                    tool = os.environ.get("REDUCE_VERIFY")
+                    if tool:
+                        replay = entry["replay"][0].replace("reduce-verify", shlex.quote(tool), 1)
+                        done = subprocess.run(replay, shell=True, cwd=folder, text=True,
+                                              capture_output=True, timeout=120)
+                        self.assertEqual(done.returncode, 0, done.stderr)
+                        self.assertEqual(done.stdout.split()[0], entry["result_digest"], replay)
                     for rank in self.ranks:
                         index = next(i for i, c in enumerate(half_world.CONFIGS)
                                      if c["name"] == config["name"])

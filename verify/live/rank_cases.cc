@@ -134,6 +134,10 @@ RankReport run_rank_cases(const RunOptions& options, std::uint32_t rank, std::ui
         record.contract = contract;
         if (contract == Contract::kLibrarySum) {
           record.skipped = reducers.transport().library_sum_unavailable(c.id.dtype);
+          // Asked for the library's sum alone, of a dtype it cannot sum: bad input, named,
+          // exit 2 (every rank throws alike, before anything is sent). Beside the other
+          // contracts it is one skipped result among verified ones.
+          if (record.skipped && options.contracts().size() == 1) throw InputError(*record.skipped);
         }
         for (std::uint32_t k = 0; k < options.iters && !record.skipped; ++k) {
           const std::vector<float> reduced =
