@@ -15,25 +15,6 @@ std::uint32_t bits_of(float f) {
   return b;
 }
 
-// x rounded to binary32 (RNE, subnormals, overflow to ±Inf), in MPFR's own arithmetic.
-float round_to_binary32(mpfr_srcptr exact_value, std::uint32_t divisor) {
-  const mpfr_exp_t old_emin = mpfr_get_emin(), old_emax = mpfr_get_emax();
-  mpfr_t r;
-  mpfr_init2(r, 24);
-  // binary32: values in [2^-149, 2^128) with 24 bits; MPFR's exponent e means [2^(e-1), 2^e).
-  mpfr_set_emin(-148);
-  mpfr_set_emax(128);
-  int t = divisor == 1 ? mpfr_set(r, exact_value, MPFR_RNDN)
-                       : mpfr_div_ui(r, exact_value, divisor, MPFR_RNDN);
-  t = mpfr_check_range(r, t, MPFR_RNDN);
-  mpfr_subnormalize(r, t, MPFR_RNDN);
-  const float f = mpfr_get_flt(r, MPFR_RNDN);
-  mpfr_set_emin(old_emin);
-  mpfr_set_emax(old_emax);
-  mpfr_clear(r);
-  return f;
-}
-
 // x (or x / divisor) rounded once to a binary format of `precision` bits whose normal values
 // start at 2^min_normal and whose finite values lie below 2^max_exponent: RNE with subnormals
 // and overflow to ±Inf. The quotient is first rounded to `precision` bits in MPFR's default
@@ -74,6 +55,7 @@ std::uint32_t mpfr_exact_bits(const std::vector<float>& addends, Op op, const Mp
   if (nan || (pos_inf && neg_inf)) return 0x7FC00000u;
   if (pos_inf) return 0x7F800000u;
   if (neg_inf) return 0xFF800000u;
+  // Any binary32 sum of up to 2^20 addends fits 277 + 20 bits: 400 bits hold it exactly.
   std::vector<mpfr_t> values(addends.size());
   std::vector<mpfr_ptr> pointers;
   for (std::size_t r = 0; r < addends.size(); ++r) {
@@ -100,40 +82,7 @@ std::uint32_t mpfr_exact_bits(const std::vector<float>& addends, Op op, const Mp
 }
 
 std::uint32_t mpfr_exact_bits(const std::vector<float>& addends, Op op) {
-  bool nan = false, pos_inf = false, neg_inf = false, all_negative_zero = true;
-  for (float a : addends) {
-    nan = nan || std::isnan(a);
-    pos_inf = pos_inf || (std::isinf(a) && a > 0);
-    neg_inf = neg_inf || (std::isinf(a) && a < 0);
-    all_negative_zero = all_negative_zero && bits_of(a) == 0x80000000u;
-  }
-  if (nan || (pos_inf && neg_inf)) return 0x7FC00000u;
-  if (pos_inf) return 0x7F800000u;
-  if (neg_inf) return 0xFF800000u;
-
-  // Any binary32 sum of up to 2^20 addends fits 277 + 20 bits: 400 bits hold it exactly.
-  std::vector<mpfr_t> values(addends.size());
-  std::vector<mpfr_ptr> pointers;
-  for (std::size_t r = 0; r < addends.size(); ++r) {
-    mpfr_init2(values[r], 24);
-    mpfr_set_flt(values[r], addends[r], MPFR_RNDN);  // exact
-    pointers.push_back(values[r]);
-  }
-  mpfr_t sum;
-  mpfr_init2(sum, 400);
-  const int inexact = mpfr_sum(sum, pointers.data(), pointers.size(), MPFR_RNDN);
-  std::uint32_t bits;
-  if (inexact != 0) {
-    bits = 0xFFFFFFFFu;  // cannot happen at 400 bits; makes the test fail loudly
-  } else if (mpfr_zero_p(sum)) {
-    bits = all_negative_zero ? 0x80000000u : 0u;
-  } else {
-    const auto divisor = op == Op::kMean ? static_cast<std::uint32_t>(addends.size()) : 1u;
-    bits = bits_of(round_to_binary32(sum, divisor));
-  }
-  mpfr_clear(sum);
-  for (auto& v : values) mpfr_clear(v);
-  return bits;
+  return mpfr_exact_bits(addends, op, kMpfrBinary32);
 }
 
 }  // namespace rv

@@ -23,6 +23,7 @@ struct MpfrFormat {
   int min_normal_exponent;
   int max_exponent;
 };
+inline constexpr MpfrFormat kMpfrBinary32{24, -126, 128};
 inline constexpr MpfrFormat kMpfrBFloat16{8, -126, 128};
 inline constexpr MpfrFormat kMpfrFloat16{11, -14, 16};
 std::uint32_t mpfr_exact_bits(const std::vector<float>& addends, Op op, const MpfrFormat& format);
