@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/cuda/bench_timing.h"
 #include "bench/cuda/read_probe.h"
 #include "core/arena.h"
 #include "core/cuda/device_buffer.h"
@@ -50,20 +51,10 @@ constexpr std::size_t kValueBytes = std::size_t{256} << 20;
 constexpr std::size_t kValues = kValueBytes / sizeof(float);
 constexpr std::uint32_t kWorld = 8;
 constexpr std::uint32_t kLargestStackedWorld = 8;
-constexpr int kWarmup = 3;
-constexpr int kIterations = 25;
-
-void check(cudaError_t status, const char* what) {
-  if (status != cudaSuccess) {
-    throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
-  }
-}
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t mid = values.size() / 2;
-  return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
-}
+using bench::check;
+using bench::kIterations;
+using bench::kWarmup;
+using bench::median;
 
 // Everything the kernels read and write, made once for all benchmarks: the values, their
 // plan (agreement words through the kernel, the plan on the host), the digits, the sums of

@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/cuda/bench_timing.h"
 #include "core/arena.h"
 #include "core/cuda/device_buffer.h"
 #include "core/cuda/device_info.h"
@@ -38,20 +39,10 @@ namespace {
 
 constexpr std::size_t kSlotBytes = std::size_t{256} << 20;
 constexpr std::size_t kSlotFloats = kSlotBytes / sizeof(float);
-constexpr int kWarmup = 3;
-constexpr int kIterations = 25;
-
-void check(cudaError_t status, const char* what) {
-  if (status != cudaSuccess) {
-    throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
-  }
-}
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t mid = values.size() / 2;
-  return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
-}
+using bench::check;
+using bench::kIterations;
+using bench::kWarmup;
+using bench::median;
 
 // One slot of gradient-like values, made once: timing on zeros could flatter the kernel.
 const std::vector<float>& slot_values() {

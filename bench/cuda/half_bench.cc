@@ -29,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench/cuda/bench_timing.h"
 #include "core/arena.h"
 #include "core/cuda/device_buffer.h"
 #include "core/cuda/device_info.h"
@@ -38,20 +39,10 @@
 namespace rv {
 namespace {
 
-constexpr int kWarmup = 3;
-constexpr int kIterations = 25;
-
-void check(cudaError_t status, const char* what) {
-  if (status != cudaSuccess) {
-    throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
-  }
-}
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t mid = values.size() / 2;
-  return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
-}
+using bench::check;
+using bench::kIterations;
+using bench::kWarmup;
+using bench::median;
 
 struct Layout {
   const char* name;
