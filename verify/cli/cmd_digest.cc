@@ -59,8 +59,7 @@ void digest_one_case(const CaseId& id, const std::string& dump) {
   if (!dump.empty()) out.emplace(dump);
   stream_reference_reduction(id, [&](const float* values, std::size_t count) {
     stream.update_values(values, count, id.dtype);
-    if (out && id.dtype == DType::kF32) out->write(values, count * sizeof(float));
-    if (out && id.dtype != DType::kF32) {
+    if (out) {
       const std::vector<unsigned char> bytes = dtype_bytes_of(values, count, id.dtype);
       out->write(bytes.data(), bytes.size());
     }

@@ -72,7 +72,8 @@ bool gloo_float16_sum_drops_additions() {
 }  // namespace
 
 std::optional<std::string> GlooContextTransport::library_sum_unavailable(DType dtype) const {
-  if (dtype == DType::kF16 && gloo_float16_sum_drops_additions()) {
+  static const bool f16_defective = gloo_float16_sum_drops_additions();  // probed once
+  if (dtype == DType::kF16 && f16_defective) {
     return "gloo's float16 sum is defective in this Gloo: gloo::float16's operator= skips the "
            "assignment when the sum's bits equal the binary16 of the old bits read as an "
            "integer (operator!= compares with rhs.x as an int), so additions are lost "
