@@ -4,7 +4,8 @@
 - reduce(stacked, op, contract): a W × n table reduced under fixed-order or exact;
 - ddp.fixed_order_hook / ddp.exact_hook with ddp.HookState: DDP communication hooks;
 - ddp.register(model, hook, state): registers a hook after checking the model;
-- Recorder: dumps recorded steps' per-rank buckets for `reduce-verify … --inputs` replays;
+- Recorder: dumps recorded steps' per-rank buckets, which `reduce-verify replay DIR` checks
+  against their manifest and reduces again;
 - tool_path(): the reduce-verify binary the wheel carries (also `python -m reduce_verify`).
 
 The package reaches the core through libreduce_verify_c.so's C ABI (ctypes) only."""

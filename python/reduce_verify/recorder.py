@@ -1,21 +1,28 @@
 """Recorder: dumps chosen steps' per-rank bucket gradients, so that a real training run's
 reductions can be replayed on any other box through the command-line tool:
 
-    reduce-verify digest --op mean --dtype f32 --inputs step000003/bucket000/rank*.f32
-    reduce-verify run --transport gloo --op mean --dtype f32 --inputs step000003/bucket000/rank*.f32
+    reduce-verify replay RECORDING_DIR
 
-each print, as the first token of their line, the digest the run got (the manifest's
-`result_digest`), or another digest where that box's reduction differs.
+checks every rank file against the digest recorded for it and reduces every bucket again,
+under the recorded contract, op and dtype, against the recorded result's digest (exit 1
+naming the step, bucket and rank file that differ). One bucket alone replays as
+
+    reduce-verify digest --op mean --dtype f32 --inputs step000003/bucket000/rank*.f32
+
+whose first token is the recorded result's digest.
 
 Layout under the directory, written by one rank (the writer, rank 0 by default) from the
 recorded step's all-gathered addends (an all-gather copies bytes, so slot r is exactly rank
 r's bucket):
 
-    manifest.jsonl                            one JSON object a line, one line per recorded
-                                              (step, bucket), appended as each is captured
+    manifest.jsonl                            hash-chained JSON lines in the digest trail's
+                                              format (docs/audit.md, docs/DESIGN.md §12): a
+                                              header, one record per recorded (step, bucket)
+                                              appended as each is captured, an end record
+                                              when the Recorder closes
     step<S>/bucket<B>/rank<R>.<dtype>         raw little-endian values of the bucket's dtype
                                               (.f32 binary32, .bf16 bfloat16, .f16 binary16:
-                                              the manifest's "dtype", the tool's --dtype),
+                                              the record's "dtype", the tool's --dtype),
                                               zero-padded numbers so that a shell glob lists
                                               the ranks in order
 
@@ -31,23 +38,88 @@ import os
 import pathlib
 import threading
 import warnings
-from typing import Any, Dict, Iterable, List, Union
+from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
 import torch
 
 from . import _library
 from .errors import InputError
 from .tensors import check_little_endian, digest, dtype_name, values_of
+from .trail import CHAIN_SUFFIX_LENGTH, GENESIS, KIND_FLAT, chain_next, chained_line
 
-# 3: "dtype" is the tool's spelling (f32, bf16, f16), the files are named by it, and the
-# replays pass it as --dtype.
-FORMAT = "reduce-verify torch recording 3"
+# 4: the manifest is the trail's chained JSON lines (header, one record per bucket with the
+# trail's bucket fields and the rank files, end record). 3: plain JSON lines, one object a
+# bucket, "dtype" the tool's spelling; still read by read_manifest, never appended to.
+FORMAT = "reduce-verify torch recording"
+VERSION = 4
+FORMAT_3 = "reduce-verify torch recording 3"
 MANIFEST = "manifest.jsonl"
 
 
-def read_manifest(directory: Union[str, os.PathLike]) -> List[Dict[str, Any]]:
-    """The entries of a recording's manifest, in the order they were captured."""
-    path = pathlib.Path(directory) / MANIFEST
+class _Chained:
+    """A chained manifest as read: its records (without "chain") with their numbers, the
+    head after the last complete one, and the byte length of the complete records (a torn
+    last line, still being written or cut by a crash, is left out)."""
+
+    def __init__(self, path: pathlib.Path):
+        self.path = path
+        self.records: List[Tuple[int, Dict[str, Any]]] = []
+        self.head = GENESIS
+        self.heads = [GENESIS]  # heads[n]: the chain after record n
+        self.ends = [0]         # ends[n]: the byte length of records 1 … n
+        data = path.read_bytes()
+        at = 0
+        while at < len(data):
+            newline = data.find(b"\n", at)
+            line = data[at:] if newline < 0 else data[at:newline]
+            number = len(self.records) + 1
+            try:
+                record, chain = self._record(line, number)
+            except InputError:
+                if newline >= 0 or number == 1:
+                    raise
+                break  # a torn last record
+            self.records.append((number, record))
+            self.head = chain
+            self.heads.append(chain)
+            at = len(data) if newline < 0 else newline + 1
+            self.ends.append(at)
+
+    def _record(self, line: bytes, number: int):
+        where = f"{self.path}:{number}"
+        try:
+            text = line.decode("ascii")
+        except UnicodeDecodeError as error:
+            raise InputError(f"{where}: not an ASCII line ({error})") from error
+        suffix = text[-CHAIN_SUFFIX_LENGTH:]
+        if len(text) <= CHAIN_SUFFIX_LENGTH or not suffix.startswith(',"chain":"') \
+                or not suffix.endswith('"}'):
+            raise InputError(f'{where}: does not end in ,"chain":"<32 hex digits>"}}')
+        body, chain = text[:-CHAIN_SUFFIX_LENGTH] + "}", suffix[10:42]
+        expected = chain_next(self.head, body)
+        if chain != expected:
+            raise InputError(f"{where}: the chain is broken: the record says {chain}, the "
+                             f"records up to it give {expected}")
+        try:
+            record = json.loads(body)
+        except ValueError as error:
+            raise InputError(f"{where}: not JSON ({error})") from error
+        if not isinstance(record, dict):
+            raise InputError(f"{where}: not a JSON object")
+        return record, chain
+
+
+def _first_line_is_format_3(path: pathlib.Path) -> bool:
+    with open(path, "rb") as manifest:
+        first = manifest.readline()
+    try:
+        record = json.loads(first)
+    except ValueError:
+        return False
+    return isinstance(record, dict) and str(record.get("format", "")).startswith(FORMAT)
+
+
+def _read_format_3(path: pathlib.Path) -> List[Dict[str, Any]]:
     entries = []
     for number, line in enumerate(path.read_text().splitlines(), start=1):
         if not line.strip():
@@ -56,6 +128,62 @@ def read_manifest(directory: Union[str, os.PathLike]) -> List[Dict[str, Any]]:
             entries.append(json.loads(line))
         except ValueError as error:
             raise InputError(f"{path}:{number}: not a JSON line ({error})") from error
+    return entries
+
+
+def _replay_lines(op, contract, dtype, folder):
+    options = ("" if contract == "fixed-order" else f" --contract {contract}") + \
+        f" --dtype {dtype}"
+    inputs_glob = f"{folder}/rank*.{dtype}"
+    return [f"reduce-verify digest --op {op}{options} --inputs {inputs_glob}",
+            f"reduce-verify run --transport gloo --op {op}{options} --inputs {inputs_glob}"]
+
+
+def read_manifest(directory: Union[str, os.PathLike]) -> List[Dict[str, Any]]:
+    """The recorded buckets of a recording, in the order they were captured, one dict each as
+    format 3's lines were: step, bucket, world, count, dtype, byte_order, contract, op,
+    device, "inputs" (the rank files, relative to the directory), "input_digests" (one per
+    rank), "result_digest", "results" (one per rank), library, torch, "replay" (the
+    per-bucket `reduce-verify digest|run --inputs` lines) and "record" (its record number in
+    the manifest). The chain is checked: an edited, moved or dropped record raises
+    InputError naming manifest.jsonl:record. Format 3 manifests are read as they are."""
+    path = pathlib.Path(directory) / MANIFEST
+    if _first_line_is_format_3(path):
+        return _read_format_3(path)
+    chained = _Chained(path)
+    if not chained.records:
+        raise InputError(f"{path}: an empty manifest (no header record)")
+    header = chained.records[0][1]
+    if header.get("recording") != FORMAT or header.get("version") != VERSION:
+        raise InputError(f"{path}:1: not a {FORMAT} {VERSION} header: {header!r}")
+    entries = []
+    for number, record in chained.records[1:]:
+        if record.get("end"):
+            continue
+        try:
+            entries += _entries_of(header, number, record)
+        except (KeyError, IndexError, TypeError) as error:
+            raise InputError(f"{path}:{number}: not a recorded bucket ({error!r})") from error
+    return entries
+
+
+def _entries_of(header, number, record):
+    entries = []
+    for bucket in record["buckets"]:
+        files = bucket["files"]
+        entries.append({
+            "format": FORMAT, "version": VERSION, "record": number,
+            "step": record["step"], "bucket": bucket["index"], "world": header["world"],
+            "count": bucket["numel"], "dtype": record["dtype"],
+            "byte_order": header.get("byte_order", "little"),
+            "contract": record["contract"], "op": record["op"],
+            "device": record.get("device"), "inputs": files,
+            "input_digests": bucket["inputs"], "results": bucket["results"],
+            "result_digest": bucket["results"][0],
+            "library": header.get("library"), "torch": header.get("torch"),
+            "replay": _replay_lines(record["op"], record["contract"], record["dtype"],
+                                    str(pathlib.PurePosixPath(files[0]).parent)),
+        })
     return entries
 
 
@@ -88,9 +216,11 @@ class Recorder:
     the number of synchronised backward passes, i.e. optimizer steps, before it, as the hook's
     HookState counts them) into `directory`. Pass it as HookState(recorder=...).
 
-    The manifest is appended to, never rewritten: a directory recorded into again (a resumed
-    run) keeps the earlier entries. close(), the end of a `with Recorder(...)` block or the
-    interpreter's exit warns about chosen steps the training never reached."""
+    The manifest is appended to: a directory recorded into again (a resumed run, another
+    Recorder) keeps the earlier records, and the new ones continue their chain (the end
+    record a closed Recorder wrote is taken off first). close(), the end of a
+    `with Recorder(...)` block or the interpreter's exit writes the end record and warns
+    about chosen steps the training never reached."""
 
     def __init__(self, directory: Union[str, os.PathLike], steps: Union[int, Iterable[int]],
                  writer_rank: int = 0):
@@ -105,6 +235,14 @@ class Recorder:
         # The hooks' completion callbacks may run on a process group's threads, several
         # buckets at once: one capture at a time keeps the manifest's lines whole.
         self._lock = threading.Lock()
+        # The writer's place in the manifest's chain: None until its first capture opens it.
+        self._head: Optional[str] = None
+        self._records = 0  # records in the manifest, the header included
+        self._wrote = False  # this Recorder appended a record (close() then ends the file)
+        manifest = self.manifest_path()
+        if manifest.is_file() and _first_line_is_format_3(manifest):
+            raise InputError(f"{manifest} holds a {FORMAT_3} recording (not chained): record "
+                             "into a new directory")
         atexit.register(self.close)
 
     def __repr__(self) -> str:
@@ -132,10 +270,14 @@ class Recorder:
         return sorted(self._recorded)
 
     def close(self) -> None:
-        """Warns (RuntimeWarning) about chosen steps the hook never reached. Idempotent."""
-        if self._closed:
-            return
-        self._closed = True
+        """Ends the manifest with its end record (on the writer, when this Recorder wrote) and
+        warns (RuntimeWarning) about chosen steps the hook never reached. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            if self._wrote:
+                self._append({"end": True, "records": self._records})
         atexit.unregister(self.close)
         never = sorted(s for s in self.steps if s not in self._recorded)
         if never:
@@ -166,6 +308,8 @@ class Recorder:
                            "input_digest": own_input_digest, "result_digest": result_digest})
         if rank != self.writer_rank:
             return
+        if self._head is None:
+            self._open(world)
         folder = pathlib.Path(f"step{step:06d}") / f"bucket{bucket:03d}"
         (self.directory / folder).mkdir(parents=True, exist_ok=True)
         dtype = dtype_name(inputs.dtype)
@@ -173,33 +317,50 @@ class Recorder:
         for r in range(world):
             relative = folder / f"rank{r:04d}.{dtype}"
             _write_atomically(self.directory / relative, _raw_bytes(inputs[r]))
-            files.append(str(relative))
+            files.append(relative.as_posix())
             digests.append(digest(inputs[r]))
-        options = ("" if contract == "fixed-order" else " --contract exact") + f" --dtype {dtype}"
-        inputs_glob = f"{folder}/rank*.{dtype}"
-        entry = {
-            "format": FORMAT,
-            "step": step,
-            "bucket": bucket,
-            "world": world,
-            "count": int(result.numel()),
-            "dtype": dtype,
-            "byte_order": "little",
-            "contract": contract,
-            "op": op,
+        # The all-gather that ends the hook copies the reduced shards' bytes to every rank, so
+        # every rank's result is the writer's; each rank's own digest is in its `local`.
+        self._append({
+            "step": step, "contract": contract, "op": op, "dtype": dtype,
             "device": str(result.device),
-            "inputs": files,
-            "input_digests": digests,
-            "result_digest": result_digest,
-            "library": _library.library_info(),
-            "torch": torch.__version__,
-            # The tool's path is the installed package's (reduce_verify.tool_path()), or
-            # `reduce-verify` where it is on PATH.
-            "replay": [
-                f"reduce-verify digest --op {op}{options} --inputs {inputs_glob}",
-                f"reduce-verify run --transport gloo --op {op}{options} "
-                f"--inputs {inputs_glob}",
-            ],
-        }
-        with open(self.manifest_path(), "a") as manifest:  # one write a line: appended whole
-            manifest.write(json.dumps(entry) + "\n")
+            "buckets": [{"index": bucket, "numel": int(result.numel()), "inputs": digests,
+                         "results": [result_digest] * world, "files": files}],
+        })
+        self._wrote = True
+
+    def _open(self, world: int) -> None:
+        """The writer's first capture: continues the chain of the manifest already there (its
+        end record and a torn last line taken off), or starts one with the header."""
+        path = self.manifest_path()
+        self.directory.mkdir(parents=True, exist_ok=True)
+        if not path.is_file():
+            self._head = GENESIS
+            self._append({"recording": FORMAT, "version": VERSION, "world": world,
+                          "digest": KIND_FLAT, "byte_order": "little",
+                          "library": _library.library_info(), "torch": torch.__version__})
+            return
+        if _first_line_is_format_3(path):
+            raise InputError(f"{path} holds a {FORMAT_3} recording (not chained): record into "
+                             "a new directory")
+        chained = _Chained(path)
+        if not chained.records:
+            raise InputError(f"{path}: a manifest without a header record")
+        header = chained.records[0][1]
+        if header.get("recording") != FORMAT or header.get("version") != VERSION:
+            raise InputError(f"{path}:1: not a {FORMAT} {VERSION} header")
+        if header.get("world") != world:
+            raise InputError(f"{path}: recorded at world {header.get('world')}, this run's is "
+                             f"{world}: record into another directory")
+        kept = len(chained.records)
+        if chained.records[-1][1].get("end"):
+            kept -= 1
+        with open(path, "rb+") as manifest:
+            manifest.truncate(chained.ends[kept])
+        self._head, self._records = chained.heads[kept], kept
+
+    def _append(self, record: Dict[str, Any]) -> None:
+        line, self._head = chained_line(self._head, record)
+        self._records += 1
+        with open(self.manifest_path(), "a", encoding="ascii") as manifest:
+            manifest.write(line + "\n")  # one write a line: appended whole

@@ -70,6 +70,8 @@ def train_one(config, rank, world, directory):
         optimizer.zero_grad(set_to_none=False)
         torch.nn.functional.mse_loss(ddp(x), y).backward()
         optimizer.step()
+    if recorder:
+        recorder.close()  # its end record: a forkserver child exits without atexit
     return {"name": config["name"], "digest": reduce_verify.digest(flat_parameters(model)),
             "recorded": recorder.local if recorder else []}
 

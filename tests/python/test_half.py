@@ -4,7 +4,8 @@ widened rows folded in float32, rounded once by torch's own conversion; exact: t
 fractions, rounded once to the nearest value of the dtype); the hooks over a 2-rank Gloo DDP
 give one digest on both ranks, equal to a single-process replay, with the result in the
 bucket's dtype; the Recorder writes the dtype's raw bytes, "dtype" and `--dtype` in the
-replays; the exact accumulator rounds to bfloat16 once; float64 is refused by name."""
+replays, and `reduce-verify replay` verifies its recordings; the exact accumulator rounds to
+bfloat16 once; float64 is refused by name."""
 
 import bisect
 import ctypes
@@ -170,6 +171,12 @@ class HalfWorld(unittest.TestCase):
             folder = self.root / f"recording-{config['name']}"
             entries = reduce_verify.read_manifest(folder)
             self.assertGreaterEqual(len(entries), 1)
+            tool = os.environ.get("REDUCE_VERIFY")
+            if tool:  # the whole recording verifies itself, files and results
+                done = subprocess.run([tool, "replay", str(folder)], capture_output=True,
+                                      text=True, timeout=120)
+                self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+                self.assertIn(f"{len(entries)} verified, 0 failed", done.stdout)
             for entry in entries:
                 with self.subTest(config=config["name"], bucket=entry["bucket"]):
                     self.assertEqual(entry["dtype"], config["dtype"])

@@ -5,7 +5,8 @@ written, offline (PIP_NO_INDEX) in a scratch folder holding a copy of python/ an
   which CI's own build stands in for) into a --target folder instead of /usr/local;
 - `torchrun … -m reduce_verify.example` (torch's own torchrun) over that folder;
 - the virtual environment line, verbatim, then the environment's torchrun line, verbatim;
-- the replay lines, verbatim: their first token must be the manifest's result_digest.
+- the replay lines, verbatim: their first token must be the manifest's result_digest, and
+  `reduce-verify replay` of the recording must verify it.
 
 The installed package carries its own libreduce_verify_c.so and reduce-verify and works with
 nothing else from the source tree ($REDUCE_VERIFY_LIB and $REDUCE_VERIFY only tell setup.py
@@ -117,6 +118,9 @@ class PageCommands(unittest.TestCase):
         for replay in replays:
             printed = self.shell(replay, self.scratch, self.env)
             self.assertEqual(printed.split()[0], entries[0]["result_digest"], replay)
+        # The whole recording verifies itself, by the page's line.
+        printed = self.shell(one(commands, r"reduce-verify replay "), self.scratch, self.env)
+        self.assertEqual(printed, "step 2 bucket 0: OK\n1 verified, 0 failed\n")
         # python -m reduce_verify runs the same packaged tool.
         printed = self.shell(".venv/bin/python -m reduce_verify digest --op mean --inputs "
                              "recording/step000002/bucket000/rank*.f32", self.scratch, self.env)

@@ -1,7 +1,7 @@
-// A digest trail as python/reduce_verify/trail.py writes it (docs/DESIGN.md §12): one JSON
-// object per line, each ending in "chain", the XXH3-128 of the previous record's chain (32
-// zeros before the first) followed by the record's bytes without its "chain". Reading checks
-// every link, so an edited, reordered or dropped record is named by its record number.
+// A digest trail as python/reduce_verify/trail.py writes it (docs/DESIGN.md §12): hash-chained
+// JSON lines (chained_lines.h, the reader it shares with the Recorder's manifest), a header,
+// one record per step, an end record. Reading checks every link, so an edited, reordered or
+// dropped record is named by its record number.
 #pragma once
 
 #include <cstdint>
@@ -9,12 +9,12 @@
 #include <string_view>
 #include <vector>
 
+#include "verify/audit/chained_lines.h"
+#include "verify/audit/record_fields.h"
+
 namespace rv {
 
-struct TrailBucket {
-  std::uint64_t index = 0, numel = 0;
-  std::vector<std::string> inputs, results;  // one hex digest per rank
-};
+using TrailBucket = BucketDigests;
 
 struct TrailStep {
   std::uint64_t step = 0;
@@ -36,10 +36,6 @@ struct TrailFile {
   std::size_t records = 0;      // complete records read, the header included
   std::string head;             // the last complete record's chain
 };
-
-// The chain after `previous` for a record whose text without "chain" is `body`: XXH3-128 of
-// previous's 32 hex digits then body, zero-padded to a multiple of 4 bytes.
-std::string chain_next(std::string_view previous, std::string_view body);
 
 // Parses and chain-checks a trail's text; `path` only names it in messages. Throws
 // InputError naming "path:record" on a malformed record or a broken link; a last record

@@ -17,6 +17,7 @@ void setup_info(CLI::App& app, int& exit_code);
 void setup_run(CLI::App& app, int& exit_code);
 void setup_compare(CLI::App& app, int& exit_code);
 void setup_audit(CLI::App& app, int& exit_code);
+void setup_replay(CLI::App& app, int& exit_code);
 
 // The arguments after the program name, as main received them (the supervisor passes them
 // on to the rank processes it spawns).

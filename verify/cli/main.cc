@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
 #endif
   rv::setup_compare(app, exit_code);
   rv::setup_audit(app, exit_code);
+  rv::setup_replay(app, exit_code);
   rv::set_command_line_arguments(argc, argv);
   try {
     app.parse(argc, argv);
