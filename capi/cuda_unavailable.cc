@@ -39,6 +39,11 @@ extern "C" rv_status rv_cuda_digest_tree_leaves(int, const void*, size_t, void*,
   return rv::capi::guarded("rv_cuda_digest_tree_leaves", [] { unsupported(); });
 }
 
+extern "C" rv_status rv_cuda_digest_tree_leaves_of_pieces(int, const uint64_t*, size_t, void*,
+                                                          void*) {
+  return rv::capi::guarded("rv_cuda_digest_tree_leaves_of_pieces", [] { unsupported(); });
+}
+
 namespace rv::capi {
 std::unique_ptr<rv_accumulator> make_cuda_accumulator(std::size_t, int) { unsupported(); }
 }  // namespace rv::capi

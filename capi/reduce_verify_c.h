@@ -184,6 +184,13 @@ RV_C_API rv_status rv_accumulator_footprint(const rv_accumulator* accumulator, s
    RV_C_API_VERSION: a caller looks the symbol up and falls back to the host reference. */
 RV_C_API rv_status rv_cuda_digest_tree_leaves(int device, const void* d_bytes, size_t size,
                                               void* d_leaves, void* cuda_stream);
+/* The same leaves over the concatenation of `count` pieces of device memory, read in place (no
+   concatenated copy is made): pieces[2k] is piece k's device address, pieces[2k + 1] its byte
+   count (4-byte aligned, a multiple of 4). The table is host memory, copied in stream order:
+   it may be freed on return. Not versioned either: looked up by name. */
+RV_C_API rv_status rv_cuda_digest_tree_leaves_of_pieces(int device, const uint64_t* pieces,
+                                                        size_t count, void* d_leaves,
+                                                        void* cuda_stream);
 
 #ifdef __cplusplus
 }

@@ -41,6 +41,9 @@ def parse_arguments():
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--steps", type=int, default=6, help="steps per variant and round")
     parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--phases", action="store_true",
+                        help="also time each phase of the exact path's step (synchronised, so "
+                        "slower than the step itself) and each C ABI call, into the JSON")
     return parser.parse_args()
 
 
@@ -68,6 +71,48 @@ def step(ddp, optimizer, accumulator, micro_batches):
     if accumulator is not None:
         accumulator.reduce(mean_over=k)
     optimizer.step()
+
+
+def phases(args, device, micro):
+    """Where an exact step's time goes: each C ABI call of the accumulator and each phase of
+    the step, synchronised before and after (a diagnosis, not the step time)."""
+    from reduce_verify import accumulate
+    lib = accumulate._lib()
+    spent = {}
+
+    def timed(name, function):
+        def call(*arguments, **options):
+            synchronize(device)
+            began = time.perf_counter()
+            result = function(*arguments, **options)
+            synchronize(device)
+            spent[name] = spent.get(name, 0.0) + (time.perf_counter() - began) * 1e3
+            return result
+        return call
+    originals = {name: getattr(lib, name) for name in accumulate._SIGNATURES}
+    ddp, optimizer, acc = make(args, device, True)
+    for _ in range(args.warmup):
+        step(ddp, optimizer, acc, micro)
+    for name, function in originals.items():
+        setattr(lib, name, timed(name, function))
+    all_reduce = dist.all_reduce
+    dist.all_reduce = timed("dist.all_reduce", all_reduce)
+    steps = 4
+    try:
+        for _ in range(steps):
+            optimizer.zero_grad(set_to_none=True)
+            for x, y in micro:
+                with ddp.no_sync():
+                    timed("forward+backward", lambda: torch.nn.functional.mse_loss(
+                        ddp(x), y).backward())()
+                timed("add()", acc.add)()
+            timed("reduce()", lambda: acc.reduce(mean_over=len(micro)))()
+            timed("optimizer.step()", optimizer.step)()
+    finally:
+        for name, function in originals.items():
+            setattr(lib, name, function)
+        dist.all_reduce = all_reduce
+    return {name: round(ms / steps, 3) for name, ms in sorted(spent.items())}
 
 
 def main():
@@ -106,6 +151,10 @@ def main():
                      "ratio": round(medians["exact_accumulator"] /
                                     medians["ddp_float_accumulation"], 3),
                      "accumulator_footprint": variants["exact_accumulator"][2].footprint()}
+            if args.phases:
+                entry["phases_ms_per_step"] = phases(args, device, micro)
+                print(f"batch {size} phases (ms per step): {entry['phases_ms_per_step']}",
+                      flush=True)
             results.append(entry)
             print(f"batch {size} (K = {args.micro_batches}): DDP float "
                   f"{medians['ddp_float_accumulation']:.2f} ms, exact "

@@ -81,6 +81,16 @@ def digest_check(device):
                          "cpu": expected.hex(), "agree": got[0] == expected})
             print(f"tree n={n} offset={offset}: gpu {got[0].hex()} cpu {expected.hex()} "
                   f"{'agree' if got[0] == expected else 'DIFFER'}", flush=True)
+    pieces = trail_module._cuda_pieces_function()
+    for sizes in ((1, 1023, 5), (4096, 7, 0, 1_000_003), (3,) * 500):
+        host = [torch.randn(n, generator=generator) for n in sizes]
+        expected = trail_module.tree_digest(torch.cat(host))
+        pending = trail_module.tree_digest_cuda_pieces([h.to(device) for h in host], pieces)
+        got = trail_module.finish_trees([pending])
+        rows.append({"pieces": list(sizes)[:8], "piece_count": len(sizes), "gpu": got[0].hex(),
+                     "cpu": expected.hex(), "agree": got[0] == expected})
+        print(f"tree of {len(sizes)} pieces: gpu {got[0].hex()} cpu {expected.hex()} "
+              f"{'agree' if got[0] == expected else 'DIFFER'}", flush=True)
     return rows
 
 

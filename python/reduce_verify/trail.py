@@ -89,10 +89,25 @@ def tree_digest(tensor):
 
 class PendingTree:
     """A digest tree whose leaves a GPU is hashing into `leaves` (a device uint8 tensor);
-    finish_trees() turns a list of them into digests with one copy to the host."""
+    finish_trees() turns a list of them into digests with one copy to the host. `keep` holds
+    the tensors the kernel reads until it ran (temporary contiguous copies)."""
 
-    def __init__(self, size, leaves):
-        self.size, self.leaves = size, leaves
+    def __init__(self, size, leaves, keep=None):
+        self.size, self.leaves, self.keep = size, leaves, keep
+        self.host = None
+
+    def copy_to_host(self):
+        """Enqueues the leaves' copy into pinned host memory after u64_le(size): the root's
+        input, hashed in place once the copy is done (root())."""
+        self.host = torch.empty(8 + self.leaves.numel(), dtype=torch.uint8, pin_memory=True)
+        ctypes.memmove(self.host.data_ptr(), self.size.to_bytes(8, "little"), 8)
+        if self.leaves.numel():
+            self.host[8:].copy_(self.leaves, non_blocking=True)
+
+    def root(self):
+        """The 16-byte root, once the copy of copy_to_host() is done (the caller waited)."""
+        self.leaves = self.keep = None
+        return _digest_address(self.host.data_ptr(), self.host.numel())
 
 
 def _cuda_leaf_function():
@@ -105,6 +120,41 @@ def _cuda_leaf_function():
     function.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p,
                          ctypes.c_void_p]
     return function
+
+
+def _cuda_pieces_function():
+    """The C ABI's rv_cuda_digest_tree_leaves_of_pieces, or None."""
+    lib = _library.library()
+    function = getattr(lib, "rv_cuda_digest_tree_leaves_of_pieces", None)
+    if function is None or not lib.rv_built_with_cuda():
+        return None
+    function.restype = ctypes.c_int
+    function.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p,
+                         ctypes.c_void_p]
+    return function
+
+
+def tree_digest_cuda_pieces(tensors, function):
+    """The tree of the concatenation of CUDA tensors of one dtype on one device, read in place
+    (no concatenated copy): a PendingTree, as tree_digest_cuda of torch.cat of their flattened
+    values would give; None where a tensor's bytes are not 4-byte words at a 4-byte aligned
+    address (the caller concatenates)."""
+    flats = [t.detach().contiguous().reshape(-1) for t in tensors]
+    table = (ctypes.c_uint64 * (2 * len(flats)))()
+    size = 0
+    for k, flat in enumerate(flats):
+        nbytes = flat.numel() * flat.element_size()
+        if nbytes % 4 or flat.data_ptr() % 4:
+            return None
+        table[2 * k], table[2 * k + 1] = flat.data_ptr(), nbytes
+        size += nbytes
+    device = flats[0].device
+    leaves = torch.empty(16 * (-(-size // TREE_LEAF_BYTES)), dtype=torch.uint8, device=device)
+    stream = torch.cuda.current_stream(device).cuda_stream
+    _library.check(function(device.index if device.index is not None else
+                            torch.cuda.current_device(), table, len(flats),
+                            leaves.data_ptr() if size else None, stream))
+    return PendingTree(size, leaves, flats)
 
 
 def tree_digest_cuda(tensor, function):
@@ -180,6 +230,8 @@ class Trail:
         self._buckets = {}  # bucket index → [numel, input digest, result digest]
         self._file = None
         self._cuda_leaves = None  # the C ABI's leaf kernel, False where there is none
+        self._cuda_pieces = None  # its kernel over pieces, False where there is none
+        self._pending = None  # the last step, while its GPU digests are still on their way
 
     # --- the hooks ---------------------------------------------------------------------
     def wrap(self, hook, name=None):
@@ -233,47 +285,87 @@ class Trail:
 
     # --- the step ----------------------------------------------------------------------
     def end_step(self, parameters, optimizer=None):
-        """After the optimizer step, on every rank: gathers every rank's digests (two
-        all_gathers of fixed-size records) and appends the step's record (rank 0)."""
-        parameters = [p for p in parameters]
-        flat = torch.cat([p.detach().reshape(-1) for p in parameters]) if parameters else \
-            torch.zeros(0)
-        digests = [self._digest(flat)]
+        """After the optimizer step, on every rank: digests the parameters (and the optimizer
+        state), gathers every rank's digests (two all_gathers of fixed-size records) and
+        appends the step's record (rank 0). Where digests are computed on a GPU, the record is
+        written at the next end_step (or state_dict(), close()): this step's leaves are copied
+        to the host behind its work, and the host never waits for the step it just enqueued."""
+        parameters = [p.detach() for p in parameters]
+        digests = [self._digest_many(parameters)]
         if self.optimizer_state and optimizer is not None:
-            digests.append(self._digest(_optimizer_tensor(optimizer, flat.device)))
+            digests.append(self._digest_many(_optimizer_tensors(optimizer), parameters))
         else:
             digests.append(bytes(16))
         with self._lock:
             buckets, self._buckets = sorted(self._buckets.items()), {}
         for _, (_, input_digest, result_digest) in buckets:
             digests += [input_digest, result_digest]
-        digests = finish_trees(digests)
+        step = _StepDigests(self.step, [(index, numel) for index, (numel, _, _) in buckets],
+                            digests, sum(p.numel() for p in parameters),
+                            self.optimizer_state and optimizer is not None)
+        previous, self._pending = self._pending, step if step.deferred else None
+        if previous is not None:
+            self._write(previous)
+        if not step.deferred:
+            self._write(step)
+        self.step += 1
+
+    def _flush(self):
+        """Writes the step whose GPU digests were still pending."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            self._write(pending)
+
+    def _write(self, step):
+        digests = step.finish()
         own = bytearray(digests[0] + digests[1])
-        for b, (index, (numel, _, _)) in enumerate(buckets):
+        for b, (index, numel) in enumerate(step.buckets):
             own += index.to_bytes(8, "little") + numel.to_bytes(8, "little")
             own += digests[2 + 2 * b] + digests[3 + 2 * b]
-        gathered = self._gather(bytes(own), len(buckets))
+        gathered = self._gather(bytes(own), len(step.buckets), step.step)
         world = len(gathered)
-        record = {"step": self.step, "buckets": []}
-        for b, (index, (numel, _, _)) in enumerate(buckets):
+        record = {"step": step.step, "buckets": []}
+        for b, (index, numel) in enumerate(step.buckets):
             at = 32 + 48 * b
             rows = [g[at:at + 48] for g in gathered]
             layouts = {row[:16] for row in rows}
             if len(layouts) != 1:
-                raise WorldDisagreement(f"step {self.step}: the ranks' bucket {b} differ in "
+                raise WorldDisagreement(f"step {step.step}: the ranks' bucket {b} differ in "
                                         "index or size: not one DDP world?")
             record["buckets"].append({"index": index, "numel": numel,
                                       "inputs": [row[16:32].hex() for row in rows],
                                       "results": [row[32:48].hex() for row in rows]})
         record["params"] = [g[:16].hex() for g in gathered]
-        if self.optimizer_state and optimizer is not None:
+        if step.optimizer:
             record["optimizer"] = [g[16:32].hex() for g in gathered]
         if self.records == 0:
-            self._append(self._header(world, flat.numel()))
+            self._append(self._header(world, step.parameters, step.step))
         self._append(record)
-        self.step += 1
 
-    def _gather(self, own, bucket_count):
+    def _digest_many(self, tensors, like=None):
+        """The digest of the concatenation of `tensors` (flattened): on a GPU with the tree
+        kind, read in place as pieces where they share a dtype and device; otherwise of their
+        torch.cat (float32 where the dtypes differ from `like`'s, as the optimizer's state)."""
+        if not tensors:
+            device = like[0].device if like else torch.device("cpu")
+            return self._digest(torch.zeros(0, device=device))
+        first = tensors[0]
+        same = all(t.dtype == first.dtype and t.device == first.device for t in tensors)
+        if like is not None:
+            same = same and first.dtype == torch.float32 and first.device == like[0].device
+        if same and first.device.type == "cuda" and self._kind_for(first) == KIND_TREE:
+            if self._cuda_pieces is None:
+                self._cuda_pieces = _cuda_pieces_function() or False
+            if self._cuda_pieces:
+                pending = tree_digest_cuda_pieces(tensors, self._cuda_pieces)
+                if pending is not None:
+                    return pending
+        if like is not None:
+            device = like[0].device if like else first.device
+            tensors = [t.reshape(-1).to(device=device, dtype=torch.float32) for t in tensors]
+        return self._digest(torch.cat([t.reshape(-1) for t in tensors]))
+
+    def _gather(self, own, bucket_count, step):
         if not dist.is_available() or not dist.is_initialized():
             return [own]
         group = self.process_group
@@ -286,7 +378,7 @@ class Trail:
                         group=group)
         counts = [int(c.item()) for c in counts]
         if len(set(counts)) != 1:
-            raise WorldDisagreement(f"step {self.step}: the ranks reduced {counts} buckets "
+            raise WorldDisagreement(f"step {step}: the ranks reduced {counts} buckets "
                                     "(rank by rank): every rank must run the wrapped hook")
         mine = torch.frombuffer(bytearray(own), dtype=torch.int64).to(device)
         rows = [torch.empty_like(mine) for _ in range(world)]
@@ -294,10 +386,10 @@ class Trail:
         rows = [row.cpu() for row in rows]
         return [ctypes.string_at(row.data_ptr(), len(own)) for row in rows]
 
-    def _header(self, world, parameters):
+    def _header(self, world, parameters, start_step):
         return {"trail": FORMAT, "version": VERSION, "world": world,
                 "hooks": self.hooks or ["(none wrapped)"], "digest": self._kind or KIND_FLAT,
-                "start_step": self.step, "parameters": parameters}
+                "start_step": start_step, "parameters": parameters}
 
     def _append(self, record):
         line, self.head = chained_line(self.head, record)
@@ -317,6 +409,7 @@ class Trail:
     def close(self):
         """Appends the end record (a trail without one reads as truncated or still being
         written) and closes the file."""
+        self._flush()
         if self.records:
             self._append({"end": True, "steps": self.step, "records": self.records})
         if self._file is not None:
@@ -325,6 +418,7 @@ class Trail:
 
     # --- checkpoints -------------------------------------------------------------------
     def state_dict(self):
+        self._flush()  # the head must be this step's
         return {"format": FORMAT, "version": VERSION, "head": self.head, "step": self.step,
                 "records": self.records, "digest": self._kind}
 
@@ -356,12 +450,33 @@ def _cut_after_head(path, head, records):
         trail.truncate(kept)
 
 
-def _optimizer_tensor(optimizer, device):
-    """The optimizer state's tensors, flattened in the order of state_dict()."""
-    parts = []
-    for key in sorted(optimizer.state_dict()["state"]):
-        for name, value in sorted(optimizer.state_dict()["state"][key].items()):
-            if isinstance(value, torch.Tensor):
-                parts.append(value.detach().reshape(-1).to(device=device, dtype=torch.float32))
-    return torch.cat(parts) if parts else torch.zeros(0, device=device)
+def _optimizer_tensors(optimizer):
+    """The optimizer state's tensors, in the order of state_dict()."""
+    state = optimizer.state_dict()["state"]
+    return [value.detach() for key in sorted(state)
+            for _, value in sorted(state[key].items()) if isinstance(value, torch.Tensor)]
 
+
+class _StepDigests:
+    """One step's digests, some perhaps PendingTrees still computed on a GPU: their leaves are
+    copied to pinned host memory behind the step's work, and an event marks the copies' end."""
+
+    def __init__(self, step, buckets, digests, parameters, optimizer):
+        self.step, self.buckets, self.digests = step, buckets, digests
+        self.parameters, self.optimizer = parameters, optimizer
+        pending = [d for d in digests if isinstance(d, PendingTree)]
+        self.deferred = bool(pending)
+        self.event = None
+        if pending:
+            for tree in pending:
+                tree.copy_to_host()
+            self.event = torch.cuda.Event()
+            self.event.record(torch.cuda.current_stream(pending[0].leaves.device))
+
+    def finish(self):
+        """The 16-byte digests, waiting for the copies where they are not done yet."""
+        if self.event is not None:
+            self.event.synchronize()
+            self.event = None
+        self.digests = [d.root() if isinstance(d, PendingTree) else d for d in self.digests]
+        return self.digests
