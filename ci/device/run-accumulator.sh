@@ -51,8 +51,8 @@ grep -E 'Accumulator.*(median|mean)' "$out/log.txt" | tee -a "$summary"
 step "test_accumulate_gpu.py (3 groupings, CLI replay)" 300 "${py_env[@]}" \
   python3 "$root/tests/python/test_accumulate_gpu.py"
 step "accumulate_overhead.py (exact vs DDP float accumulation)" 400 "${py_env[@]}" \
-  python3 "$root/python/bench/accumulate_overhead.py" --out "$out"
-grep -E '^batch .*K = ' "$out/log.txt" | tee -a "$summary"
+  python3 "$root/python/bench/accumulate_overhead.py" --out "$out" --phases
+grep -E '^batch ' "$out/log.txt" | tee -a "$summary"
 if (($(nvidia-smi -L | wc -l) >= 2)); then
   step "accumulate_nccl_worlds.py (W x K over NCCL)" 400 "${py_env[@]}" \
     python3 "$root/tests/python/accumulate_nccl_worlds.py" --out "$out"

@@ -11,17 +11,22 @@
 
 namespace rv {
 
-// A block's state. Its digits (in digits_) are the exact sums of every addend so far, in
-// units of 2^bottom × 2^-149, each below 2^kDigitBits in magnitude; or, once wide, the sums
-// are 448-bit two's complement integers in units of 2^-149 (the digits are then unused).
+namespace {
+constexpr std::uint32_t kNoSlot = 0xFFFFFFFFu;  // a block without digits
+}  // namespace
+
+// A block's state. Its digits (its slot of the pool, or zero without one) are the exact sums
+// of every addend so far, in units of 2^bottom × 2^-149, each below 2^kDigitBits in
+// magnitude; or, once wide, the sums are 448-bit two's complement integers in units of 2^-149
+// (and the block holds no slot).
 struct ExactAccumulator::Block {
   int bottom;             // kNoBottom until a nonzero finite value arrives
   int magnitude_bits;     // ≥ the bit length of every |digit|
   std::uint32_t covered;  // elements [0, covered) received at least one addend
-  // Its digits may be nonzero (an add or an import wrote them since the last clear), so
-  // clear zeroes them; an untouched block's are zero already, and the GPU accumulator's host
-  // copy, which takes over only the rare blocks the GPU cannot hold, clears in O(blocks).
-  bool touched = false;
+  // Its slot of the pool (kNoSlot: none, every digit zero). clear gives the slots back, so the
+  // GPU accumulator's host copy, which takes over only the rare blocks the GPU cannot hold,
+  // clears in O(blocks) and holds only the slots of the blocks moved since.
+  std::uint32_t slot = kNoSlot;
   std::unique_ptr<exact::ExactSum[]> wide;
   // Per element: bit 0 +Inf or NaN seen, bit 1 −Inf or NaN seen, bit 2 a value other than −0.
   std::unique_ptr<unsigned char[]> flags;
@@ -30,6 +35,8 @@ struct ExactAccumulator::Block {
 namespace {
 
 constexpr std::size_t kBlock = exact::kBlock;
+// The digits of a block without a slot.
+constexpr std::int64_t kZeroDigits[kBlock] = {};
 
 struct Scan {
   std::uint32_t largest;            // the largest finite magnitude (bits), 0: none nonzero
@@ -206,6 +213,10 @@ HeaderDisagreement find_header_disagreement(const std::int64_t* agreed) {
 
 ExactAccumulator::ExactAccumulator(std::size_t count)
     : count_(count), blocks_((count + kBlock - 1) / kBlock) {
+  if (blocks_.size() >= kNoSlot) {
+    throw InputError(detail::concat("ExactAccumulator: ", count, " elements (at most ",
+                                    std::size_t{kNoSlot - 1} * kBlock, ")"));
+  }
   clear();
 }
 ExactAccumulator::~ExactAccumulator() = default;
@@ -213,12 +224,10 @@ ExactAccumulator::ExactAccumulator(ExactAccumulator&&) noexcept = default;
 ExactAccumulator& ExactAccumulator::operator=(ExactAccumulator&&) noexcept = default;
 
 void ExactAccumulator::clear() {
-  for (std::size_t index = 0; index < blocks_.size(); ++index) {
+  // From the last block down, so that adds in block order take the slots back in that order.
+  for (std::size_t index = blocks_.size(); index-- > 0;) {
+    release_digits(index);
     Block& b = blocks_[index];
-    if (b.touched && !digits_.empty()) {
-      std::fill_n(digits_.data() + index * kBlock, block_elements(count_, index), 0);
-      b.touched = false;
-    }
     b.bottom = kNoBottom;
     b.magnitude_bits = 0;
     b.covered = 0;
@@ -230,9 +239,35 @@ void ExactAccumulator::clear() {
 
 std::size_t ExactAccumulator::blocks() const { return blocks_.size(); }
 
-std::int64_t* ExactAccumulator::allocated_digits() {
-  if (digits_.empty() && count_ != 0) digits_.assign(count_, 0);
-  return digits_.data();
+std::size_t ExactAccumulator::slot_elements() const { return std::min(count_, kBlock); }
+
+const std::int64_t* ExactAccumulator::digits(std::size_t b) const {
+  const std::uint32_t slot = blocks_[b].slot;
+  return slot == kNoSlot ? kZeroDigits : slots_[slot].get();
+}
+
+std::int64_t* ExactAccumulator::own_digits(std::size_t b) {
+  Block& block = blocks_[b];
+  if (block.slot == kNoSlot) {
+    if (free_slots_.empty()) {
+      slots_.emplace_back(new std::int64_t[slot_elements()]());
+      // Room to give every slot back, so that a release (clear) never allocates.
+      free_slots_.reserve(slots_.capacity());
+      block.slot = static_cast<std::uint32_t>(slots_.size() - 1);
+    } else {
+      block.slot = free_slots_.back();
+      free_slots_.pop_back();
+      std::fill_n(slots_[block.slot].get(), slot_elements(), 0);
+    }
+  }
+  return slots_[block.slot].get();
+}
+
+void ExactAccumulator::release_digits(std::size_t b) {
+  Block& block = blocks_[b];
+  if (block.slot == kNoSlot) return;
+  free_slots_.push_back(block.slot);
+  block.slot = kNoSlot;
 }
 
 std::size_t ExactAccumulator::wide_blocks() const {
@@ -244,7 +279,9 @@ std::size_t ExactAccumulator::flagged_blocks() const {
                                                 [](const Block& b) { return b.flags != nullptr; }));
 }
 std::size_t ExactAccumulator::bytes() const {
-  std::size_t total = digits_.size() * sizeof(std::int64_t) + blocks_.size() * sizeof(Block);
+  std::size_t total =
+      blocks_.size() * sizeof(Block) + slots_.size() * slot_elements() * sizeof(std::int64_t) +
+      slots_.capacity() * sizeof(slots_[0]) + free_slots_.capacity() * sizeof(std::uint32_t);
   for (std::size_t b = 0; b < blocks_.size(); ++b) {
     const std::size_t n = block_elements(count_, b);
     if (blocks_[b].wide) total += n * sizeof(exact::ExactSum);
@@ -270,9 +307,7 @@ void ExactAccumulator::add(const float* values, std::size_t offset, std::size_t 
     const std::size_t c = std::min(kBlock, n - done);
     const std::size_t elements = block_elements(count_, index);
     const float* x = values + done;
-    std::int64_t* digits = allocated_digits() + index * kBlock;
     Block& block = blocks_[index];
-    block.touched = true;
 
     const Scan scan = loop.scan(x, c);
     if (scan.special != 0 && !block.flags) {
@@ -293,6 +328,7 @@ void ExactAccumulator::add(const float* values, std::size_t offset, std::size_t 
           std::max(block.magnitude_bits == 0 ? 0 : block.magnitude_bits + shift, top - bottom + 1) +
           1;
       if (needed <= kDigitBits) {
+        std::int64_t* digits = own_digits(index);
         std::uint64_t any = loop.add(x, c, digits, shift, bottom);
         int bits = bit_length64(any);
         if (c < elements) {  // the rest of the block keeps its digits, shifted with the window
@@ -307,14 +343,16 @@ void ExactAccumulator::add(const float* values, std::size_t offset, std::size_t 
         block.magnitude_bits = bits;
         continue;
       }
-      // Past 62 bits: the block turns wide, its digits carried over exactly.
+      // Past 62 bits: the block turns wide, its digits carried over exactly and its slot
+      // given back.
       block.wide.reset(new exact::ExactSum[elements]());
       if (block.magnitude_bits != 0) {
+        const std::int64_t* digits = this->digits(index);
         for (std::size_t i = 0; i < elements; ++i) {
           if (digits[i] != 0) exact::add_shifted(block.wide[i], digits[i], block.bottom);
         }
       }
-      std::fill(digits, digits + elements, 0);
+      release_digits(index);
     }
     add_wide(block.wide.get(), x, c);
     block.bottom = std::min(block.bottom, lowest);
@@ -331,9 +369,13 @@ void ExactAccumulator::import_block(std::size_t b, int bottom, int magnitude_bit
   block.bottom = bottom;
   block.magnitude_bits = magnitude_bits;
   block.covered = covered;
-  block.touched = true;
-  std::memcpy(allocated_digits() + b * kBlock, digits,
-              block_elements(count_, b) * sizeof(std::int64_t));
+  // Zero digits need no slot (the GPU moves blocks whose first addends held a special value).
+  const std::size_t n = block_elements(count_, b);
+  if (std::any_of(digits, digits + n, [](std::int64_t d) { return d != 0; })) {
+    std::memcpy(own_digits(b), digits, n * sizeof(std::int64_t));
+  } else {
+    release_digits(b);
+  }
 }
 
 std::size_t ExactAccumulator::agreement_size() const {
@@ -436,9 +478,7 @@ void ExactAccumulator::export_block(const AccumulatorPlan& plan, std::size_t b,
   const Block& block = blocks_[b];
   const std::size_t n = block_elements(count_, b);
   const int limbs = plan.limbs[b];
-  // Never touched on this rank (digits_ not yet allocated): zero digits.
-  static const std::vector<std::int64_t> untouched(kBlock, 0);
-  const std::int64_t* digits = digits_.empty() ? untouched.data() : digits_.data() + b * kBlock;
+  const std::int64_t* digits = this->digits(b);
   if (limbs == 1 && !block.wide) {
     // The common case: the digit moved to the agreed bottom (no rank's bits lie below it,
     // and the window's width ≤ L bounds the result).

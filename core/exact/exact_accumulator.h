@@ -7,8 +7,12 @@
 //
 // Storage: one int64 digit per element over a window per block of exact::kBlock elements
 // (8 bytes an element), the block's window moved down (digits shifted left) when a smaller
-// addend arrives. A block whose sums would leave 62 bits turns wide: a 448-bit integer per
-// element (56 bytes). A block that met NaN, ±Inf or −0 keeps one byte of flags per element.
+// addend arrives. A block's digits are a slot of a pool taken when the block first needs them
+// (an add of a nonzero value, an import of nonzero digits), so that an accumulator holding only
+// a few blocks (the GPU accumulator's host copy) costs only their digits; an untouched block
+// reads as zero digits. A block whose sums would leave 62 bits turns wide: a 448-bit integer
+// per element (56 bytes), its slot given back to the pool. A block that met NaN, ±Inf or −0
+// keeps one byte of flags per element.
 //
 // Combine (the caller owns the collectives, over any transport):
 //   1. agreement_words → int64 MAX all-reduce over the ranks;
@@ -82,13 +86,16 @@ class ExactAccumulator {
   // Blocks kept wide and with flags: what this accumulator costs beyond 8 bytes an element.
   std::size_t wide_blocks() const;
   std::size_t flagged_blocks() const;
+  // What is allocated: the per-block state, the pool's slots of digits (each exact::kBlock
+  // int64s, or count() when that is smaller; taken or free), the wide sums and the flags.
   std::size_t bytes() const;
 
   // Adds values[0, n) to elements [offset, offset + n). offset is a multiple of
   // exact::kBlock (so a block's adds always cover a prefix of it); offset + n ≤ count.
   void add(const float* values, std::size_t offset, std::size_t n);
   void end_micro_batch() { ++micro_batches_; }
-  // Back to the state of a new accumulator (the storage of the digits kept).
+  // Back to the state of a new accumulator: every block's slot goes back to the pool, whose
+  // storage is kept for the next adds (a slot is zeroed when a block takes it).
   void clear();
 
   // Round 1: kAccumulatorHeaderWords + exact::kAgreementWords per block.
@@ -114,14 +121,19 @@ class ExactAccumulator {
   struct Block;
 
  private:
-  // The digits of every block, allocated at the first add or import: an accumulator that
-  // only ever takes over a few blocks (the GPU accumulator's host copy) holds none.
-  std::int64_t* allocated_digits();
+  // Every read of a block's digits goes through digits(b): its slot, or zero digits when it
+  // has none. own_digits(b) is the one way to write them: the block's slot, taken from the
+  // pool (a free slot zeroed, or a new zeroed one) when it has none.
+  const std::int64_t* digits(std::size_t block) const;
+  std::int64_t* own_digits(std::size_t block);
+  void release_digits(std::size_t block);
+  std::size_t slot_elements() const;
 
   std::size_t count_;
   std::uint64_t micro_batches_ = 0;
-  std::vector<std::int64_t> digits_;
   std::vector<Block> blocks_;
+  std::vector<std::unique_ptr<std::int64_t[]>> slots_;  // the pool, one allocation a slot
+  std::vector<std::uint32_t> free_slots_;               // slots no block holds
 };
 
 // The micro-batches of every rank, from the summed digit words.

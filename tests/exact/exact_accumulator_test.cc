@@ -220,6 +220,132 @@ TEST(ExactAccumulator, ClearForgetsTheDigitsPastALaterPrefix) {
             "");
 }
 
+// What import_block takes for one block of values (finite, none −0), as the GPU holds it:
+// the bottom the host's rule gives one add of them (the lowest bit any can have: the biased
+// exponent less one, 0 for a subnormal) and each value's integer at that bottom.
+struct Moved {
+  int bottom = kNoBottom, magnitude_bits = 0;
+  std::vector<std::int64_t> digits;
+};
+Moved moved_block(const float* values, std::size_t elements) {
+  Moved m;
+  for (std::size_t i = 0; i < elements; ++i) {
+    const std::uint32_t bits = float_bits(values[i]), exponent = (bits >> 23) & 0xFFu;
+    if ((bits & 0x7FFFFFFFu) != 0)
+      m.bottom = std::min(m.bottom, exponent == 0 ? 0 : static_cast<int>(exponent) - 1);
+  }
+  std::uint64_t any = 0;
+  for (std::size_t i = 0; i < elements; ++i) {
+    const std::uint32_t bits = float_bits(values[i]), exponent = (bits >> 23) & 0xFFu;
+    const std::uint32_t normal = exponent != 0 ? 1u : 0u;
+    const auto significand = static_cast<std::int64_t>((bits & 0x7FFFFFu) | (normal << 23));
+    std::int64_t d = 0;
+    if (significand != 0) d = significand << (static_cast<int>(exponent - normal) - m.bottom);
+    if ((bits >> 31) != 0) d = -d;
+    m.digits.push_back(d);
+    any |= static_cast<std::uint64_t>(d < 0 ? -d : d);
+  }
+  while (any != 0) {
+    ++m.magnitude_bits;
+    any >>= 1;
+  }
+  return m;
+}
+
+// The GPU accumulator's host copy: an accumulator that only takes over a few blocks holds the
+// digits of those blocks alone (not 8 bytes an element), and imports, adds to the imported
+// blocks, a clear and other imports give a dense accumulator's results, the reference's.
+TEST(ExactAccumulator, ImportedBlocksAloneHoldDigits) {
+  const std::size_t n = (std::size_t{1} << 20) + 100;  // the last block holds 100
+  const std::size_t last = n / exact::kBlock;
+  const std::size_t state = (last + 1) * 48 + 1024;  // per-block state, and a little more
+  ExactAccumulator sparse(n);
+  EXPECT_LE(sparse.bytes(), state);
+  auto step = [&](const std::vector<std::size_t>& blocks, std::uint64_t seed) {
+    // What the GPU moved: a micro-batch's values in those blocks, as digits.
+    const std::vector<float> batch = generate_arena({1, Distribution::kNormal, seed}, 9, n);
+    std::vector<float> moved(n, 0.0f);
+    for (std::size_t b : blocks) {
+      const std::size_t begin = b * exact::kBlock;
+      const std::size_t c = std::min<std::size_t>(exact::kBlock, n - begin);
+      std::copy_n(batch.begin() + static_cast<std::ptrdiff_t>(begin), c,
+                  moved.begin() + static_cast<std::ptrdiff_t>(begin));
+      const Moved m = moved_block(batch.data() + begin, c);
+      ASSERT_LT(m.magnitude_bits, kDigitBits);
+      sparse.import_block(b, m.bottom, m.magnitude_bits, static_cast<std::uint32_t>(c),
+                          m.digits.data());
+    }
+    // Later micro-batches on the moved blocks only (other magnitudes: the windows move).
+    Arenas later = make_arenas(2, n, Distribution::kNormal, seed);
+    for (auto& a : later) {
+      std::vector<float> masked(n, 0.0f);
+      for (std::size_t b : blocks) {
+        const std::size_t begin = b * exact::kBlock,
+                          c = std::min<std::size_t>(exact::kBlock, n - begin);
+        std::copy(a.begin() + static_cast<std::ptrdiff_t>(begin),
+                  a.begin() + static_cast<std::ptrdiff_t>(begin + c),
+                  masked.begin() + static_cast<std::ptrdiff_t>(begin));
+        sparse.add(a.data() + begin, begin, c);
+      }
+      a = masked;
+    }
+    sparse.end_micro_batch();
+    EXPECT_EQ(sparse.wide_blocks(), 0u);  // in digits, as on the GPU
+    // The same addends in a dense accumulator, and a second rank that adds to every block.
+    ExactAccumulator dense(n), other(n);
+    for (const auto* a : {&moved, &later[0], &later[1]}) dense.add(a->data(), 0, n);
+    const std::vector<float> everywhere = generate_arena({1, Distribution::kNormal, seed}, 7, n);
+    other.add(everywhere.data(), 0, n);
+    const Arenas all = {moved, later[0], later[1], everywhere};
+    for (Op op : {Op::kSum, Op::kMean}) {
+      const std::uint64_t m = op == Op::kMean ? 4 : 0;
+      const std::vector<float> want = reference_exact(all, op);
+      EXPECT_EQ(first_difference(reduce_in_process({&sparse, &other}, op, m), want), "");
+      EXPECT_EQ(first_difference(reduce_in_process({&other, &dense}, op, m), want), "");
+    }
+    const std::vector<float> alone = reduce_in_process({&sparse}, Op::kSum, 0);
+    EXPECT_EQ(first_difference(alone, reduce_in_process({&dense}, Op::kSum, 0)), "");
+  };
+  step({3, last}, 31);
+  const std::size_t two_blocks = 2 * exact::kBlock * sizeof(std::int64_t);
+  EXPECT_GE(sparse.bytes(), two_blocks);
+  EXPECT_LE(sparse.bytes(), two_blocks + state) << "not 8 MiB of digits";
+  // A clear gives the slots back: two other blocks take them, nothing more is allocated.
+  const std::size_t before = sparse.bytes();
+  sparse.clear();
+  EXPECT_EQ(sparse.bytes(), before);
+  step({0, 700}, 32);
+  EXPECT_EQ(sparse.bytes(), before);
+}
+
+TEST(ExactAccumulator, BlocksWithoutNonzeroSumsHoldNoDigits) {
+  // Zeros added everywhere: no digits.
+  const std::size_t n = std::size_t{1} << 20;
+  ExactAccumulator zeros(n);
+  const std::vector<float> zero(n, 0.0f);
+  zeros.add(zero.data(), 0, n);
+  EXPECT_LE(zeros.bytes(), zeros.blocks() * 48 + 1024);
+  // A block that turns wide gives its digits back, and the next block takes them.
+  const Arenas normal = make_arenas(2, 2 * exact::kBlock, Distribution::kNormal, 12);
+  ExactAccumulator acc(2 * exact::kBlock);
+  acc.add(normal[0].data(), 0, exact::kBlock);
+  const std::size_t one_slot = acc.bytes();
+  std::vector<float> span(exact::kBlock, 1e-40f);
+  span[5] = 1e30f;
+  acc.add(span.data(), 0, exact::kBlock);
+  ASSERT_EQ(acc.wide_blocks(), 1u);
+  acc.add(normal[1].data() + exact::kBlock, exact::kBlock, exact::kBlock);
+  const std::size_t wide = exact::kBlock * sizeof(exact::ExactSum);
+  EXPECT_LT(acc.bytes(), one_slot + wide + 64);
+  std::vector<float> second(2 * exact::kBlock, 0.0f), first(normal[0]);
+  std::copy(normal[1].begin() + exact::kBlock, normal[1].end(), second.begin() + exact::kBlock);
+  std::fill(first.begin() + exact::kBlock, first.end(), 0.0f);
+  span.resize(2 * exact::kBlock, 0.0f);
+  EXPECT_EQ(first_difference(reduce_in_process({&acc}, Op::kSum, 0),
+                             reference_exact({first, span, second}, Op::kSum)),
+            "");
+}
+
 TEST(ExactAccumulator, EntryChecksNameTheCause) {
   ExactAccumulator acc(3000);
   std::vector<float> x(3000, 1.0f);

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -176,7 +177,28 @@ TEST(CudaAccumulator, NormalDataStaysOnTheDevice) {
   const Arenas addends = make(16, n, Distribution::kNormal, 3);
   Ranks ranks = accumulate(addends, {{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}}, {0});
   EXPECT_EQ(ranks.gpu[0]->host_blocks(), 0u);
+  // 8 bytes an element on the device, and no digits on the host: only its per-block state.
+  const std::size_t blocks = n / exact::kBlock, host = ranks.gpu[0]->host().bytes();
+  EXPECT_LE(host, blocks * 48 + 1024);
+  EXPECT_LE(ranks.gpu[0]->bytes() - host, n * 8 + blocks * 32);
   EXPECT_TRUE(same_bits(reference_exact(addends, Op::kMean), combine(ranks, Op::kMean, 16, n)[0]));
+}
+
+TEST(CudaAccumulator, OnlyTheMovedBlocksTakeHostMemory) {
+  RV_SKIP_WITHOUT_GPU();
+  // Two blocks of 64 meet values the device cannot hold (−0, +Inf): they move to the host,
+  // whose digits are those two blocks' (8 KiB each, and a byte of flags an element), not 8
+  // bytes for every element.
+  const std::size_t n = 64 * exact::kBlock, blocks = 64;
+  Arenas addends = make(4, n, Distribution::kNormal, 6);
+  addends[1][5 * exact::kBlock + 3] = -0.0f;
+  addends[2][40 * exact::kBlock + 1000] = std::numeric_limits<float>::infinity();
+  Ranks ranks = accumulate(addends, {{0, 1, 2, 3}}, {0});
+  EXPECT_EQ(ranks.gpu[0]->host_blocks(), 2u);
+  const std::size_t host = ranks.gpu[0]->host().bytes();
+  EXPECT_LE(host, 2 * exact::kBlock * (sizeof(std::int64_t) + 1) + blocks * 48 + 1024);
+  EXPECT_LE(ranks.gpu[0]->bytes() - host, n * 8 + blocks * 32);
+  EXPECT_TRUE(same_bits(reference_exact(addends, Op::kMean), combine(ranks, Op::kMean, 4, n)[0]));
 }
 
 TEST(CudaAccumulator, EntryChecks) {

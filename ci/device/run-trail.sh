@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The audit trail on a GPU machine (docs/DESIGN.md §12), in one device call, from the
+# repository root with build-device/ (ci/device/build-bundle.sh) and the machine's own python3
+# and torch 2.x:
+#   1. digest_tree_cuda_test: the leaves kernel (one tensor and pieces) against the host
+#      reference;
+#   2. bench_cuda_exact --benchmark_filter=DigestTree: bytes hashed per second against a
+#      read-only probe and a copy, to $OUT/cuda-digest-tree.json;
+#   3. python/bench/trail_overhead.py: the GPU digests against the host reference from Python
+#      (one tensor and pieces), two identical runs' trails audited, and the trail's overhead at
+#      batch 256, 1024, 4096, to $OUT/trail-overhead.json.
+#   usage: bash ci/device/run-trail.sh        (OUT, default /tmp/rv-trail-out)
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+bundle="$root/build-device"
+out=${OUT:-/tmp/rv-trail-out}
+mkdir -p "$out"
+summary="$out/summary.txt"
+: >>"$summary"
+export NCCL_NVLS_ENABLE=0
+bundle_env=(env "LD_LIBRARY_PATH=$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+shim_dir=$(mktemp -d /tmp/rv-trail-tool.XXXXXX)
+trap 'rm -rf "$shim_dir"' EXIT
+printf '#!/bin/sh\nLD_LIBRARY_PATH="%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "%s" "$@"\n' \
+  "$bundle/lib" "$bundle/bin/reduce-verify" >"$shim_dir/reduce-verify"
+chmod +x "$shim_dir/reduce-verify"
+note() { echo "$*" | tee -a "$summary"; }
+step() {
+  local name=$1 limit=$2; shift 2
+  local started=$SECONDS
+  timeout --kill-after=5 "$limit" "$@" >>"$out/trail-log.txt" 2>&1
+  note "$(printf '%-60s rc=%s %ss' "$name" $? $((SECONDS - started)))"
+}
+lib="$bundle/lib/libreduce_verify_c.so"
+py_env=(env REDUCE_VERIFY_LIB="$lib" PYTHONPATH="$root/python" OMP_NUM_THREADS=1)
+
+step "digest_tree_cuda_test" 120 "${bundle_env[@]}" "$bundle/bin/digest_tree_cuda_test"
+step "bench_cuda_exact --benchmark_filter=DigestTree" 120 "${bundle_env[@]}" \
+  "$bundle/bin/bench_cuda_exact" --benchmark_filter=DigestTree --benchmark_counters_tabular=true \
+  --benchmark_out="$out/cuda-digest-tree.json" --benchmark_out_format=json
+grep -E '^BM_DigestTree' "$out/trail-log.txt" | tee -a "$summary"
+step "trail_overhead.py (digest check, audit, overhead)" 400 "${py_env[@]}" \
+  python3 "$root/python/bench/trail_overhead.py" --out "$out" --tool "$shim_dir/reduce-verify"
+grep -E '^(batch |tree |wrote )' "$out/trail-log.txt" | tee -a "$summary"
