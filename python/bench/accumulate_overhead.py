@@ -44,6 +44,9 @@ def parse_arguments():
     parser.add_argument("--phases", action="store_true",
                         help="also time each phase of the exact path's step (synchronised, so "
                         "slower than the step itself) and each C ABI call, into the JSON")
+    parser.add_argument("--profile", action="store_true",
+                        help="also run torch.profiler over a few steps of each variant and "
+                        "write its tables (host calls and GPU kernels) to profile-BATCH.txt")
     return parser.parse_args()
 
 
@@ -115,6 +118,31 @@ def phases(args, device, micro):
     return {name: round(ms / steps, 3) for name, ms in sorted(spent.items())}
 
 
+def profile(args, device, variants, micro, size):
+    """torch.profiler over 3 steps of each variant: where the host and the GPU spend a step
+    (the synchronisations and copies the host waits in show as runtime calls)."""
+    from torch.profiler import ProfilerActivity, profile as run_profiler
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA]
+                                           if device.type == "cuda" else [])
+    lines = []
+    for name, (ddp, optimizer, acc) in variants.items():
+        synchronize(device)
+        with run_profiler(activities=activities) as prof:
+            for _ in range(3):
+                step(ddp, optimizer, acc, micro)
+            synchronize(device)
+        averages = prof.key_averages()
+        lines.append(f"== {name}, batch {size}, 3 steps: by host time")
+        lines.append(averages.table(sort_by="self_cpu_time_total", row_limit=30))
+        if device.type == "cuda":
+            lines.append(f"== {name}, batch {size}, 3 steps: by GPU time")
+            lines.append(averages.table(sort_by="self_cuda_time_total", row_limit=20))
+    path = pathlib.Path(args.out) / f"profile-{size}.txt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+    print(f"wrote {path}", flush=True)
+
+
 def main():
     args = parse_arguments()
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
@@ -151,6 +179,8 @@ def main():
                      "ratio": round(medians["exact_accumulator"] /
                                     medians["ddp_float_accumulation"], 3),
                      "accumulator_footprint": variants["exact_accumulator"][2].footprint()}
+            if args.profile:
+                profile(args, device, variants, micro, size)
             if args.phases:
                 entry["phases_ms_per_step"] = phases(args, device, micro)
                 print(f"batch {size} phases (ms per step): {entry['phases_ms_per_step']}",

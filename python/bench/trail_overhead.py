@@ -10,8 +10,11 @@ rounds at each batch size. The issue's targets: the trail's overhead ≤ 3 % of 
 at batch 1024 and ≤ 10 % at batch 256.
 
 Before timing, the GPU digest tree (rv_cuda_digest_tree_leaves) is checked against the host
-reference (trail.tree_digest) on random tensors of several sizes and alignments, and the
-trail files of two identical runs are audited with `reduce-verify audit` (--tool) when given.
+reference (trail.tree_digest) on random tensors of several sizes and alignments, a short
+run's trail against the host reference's digests of the same run (every bucket's input and
+result, the parameters; under allreduce_hook, fixed_order_hook and a hook that changes the
+bucket in place), and the trail files of two identical runs are audited with
+`reduce-verify audit` (--tool) when given.
 
     python3 python/bench/trail_overhead.py --out "$OUT"            (REDUCE_VERIFY_LIB set)
     python3 python/bench/trail_overhead.py --device cpu --width 256 --depth 2 --batches 64
@@ -61,6 +64,11 @@ def parse_arguments():
                         "as in Trail)")
     parser.add_argument("--tool", default=None, help="reduce-verify, to audit two trails")
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
+    parser.add_argument("--profile", default="", help="comma list of batch sizes to run "
+                        "torch.profiler over (3 steps of each configuration), its tables "
+                        "written to trail-profile-BATCH.txt")
+    parser.add_argument("--skip-checks", action="store_true",
+                        help="time only (no digest, reference or audit check)")
     return parser.parse_args()
 
 
@@ -94,13 +102,94 @@ def digest_check(device):
     return rows
 
 
+def halve_hook(state, bucket):
+    """Halves the bucket in place and returns a completed plain future, as torch's noop hook
+    does: an all-reduce at W = 1 leaves the values as they were and this does not, so a
+    trail that hashed a bucket's input after its hook, or its result before, shows here."""
+    buffer = bucket.buffer()
+    buffer.mul_(0.5)
+    future = torch.futures.Future()
+    future.set_result(buffer)
+    return future
+
+
+def _hook_and_state(hook):
+    if hook == "allreduce_hook":
+        return default_hooks.allreduce_hook, None
+    if hook == "halve_hook":
+        return halve_hook, None
+    return fixed_order_hook, HookState()
+
+
+def reference_check(device, scratch, steps=3, size=64):
+    """A short run's trail (many small buckets) against the host reference's digests of the
+    same run, computed synchronously from host copies: every bucket's input and result and
+    the parameters, step by step, for each hook. The trail hashes on a side stream beside the
+    backward pass; this is where an ordering mistake would show."""
+    rows = []
+    for hook in ("allreduce_hook", "fixed_order_hook", "halve_hook"):
+        expected = []
+        for with_trail in (False, True):
+            model = make_model(1024, 3).to(device)
+            ddp = torch.nn.parallel.DistributedDataParallel(
+                model, device_ids=[device.index] if device.type == "cuda" else None,
+                bucket_cap_mb=1)
+            function, state = _hook_and_state(hook)
+            trail, current = None, {}
+            if with_trail:
+                path = pathlib.Path(scratch) / f"reference-{hook}.trail"
+                trail = reduce_verify.Trail(path, digest="tree")
+                ddp.register_comm_hook(state, trail.wrap(function))
+            else:
+                def reference(state, bucket, function=function):
+                    before = trail_module.tree_digest(bucket.buffer())
+
+                    def after(done):
+                        value = done.value()
+                        result = value[0] if isinstance(value, (list, tuple)) else value
+                        current[bucket.index()] = (before.hex(),
+                                                   trail_module.tree_digest(result).hex())
+                        return result
+                    return function(state, bucket).then(after)
+                ddp.register_comm_hook(state, reference)
+            optimizer = torch.optim.SGD(ddp.parameters(), lr=1e-3)
+            for step in range(steps):
+                x, y = batch(size, step, 0, device)
+                optimizer.zero_grad(set_to_none=False)
+                torch.nn.functional.mse_loss(ddp(x), y).backward()
+                optimizer.step()
+                if trail is not None:
+                    trail.end_step(model.parameters())
+                else:
+                    params = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+                    expected.append({"buckets": dict(current),
+                                     "params": trail_module.tree_digest(params).hex()})
+                    current.clear()
+            if trail is not None:
+                trail.close()
+                records = [json.loads(line) for line in path.read_text().splitlines()][1:-1]
+                for step, (record, want) in enumerate(zip(records, expected)):
+                    got = {"buckets": {b["index"]: (b["inputs"][0], b["results"][0])
+                                       for b in record["buckets"]},
+                           "params": record["params"][0]}
+                    agree = got == want
+                    rows.append({"hook": hook, "step": step, "buckets": len(want["buckets"]),
+                                 "agree": agree})
+                    print(f"trail against the host reference, {hook} step {step} "
+                          f"({len(want['buckets'])} buckets): {'agree' if agree else 'DIFFER'}",
+                          flush=True)
+                if len(records) != steps:
+                    rows.append({"hook": hook, "records": len(records), "agree": False})
+            del model, ddp, optimizer
+    return rows
+
+
 def ddp_run(args, device, hook, trail_path):
     model = make_model(args.width, args.depth).to(device)
     ddp = torch.nn.parallel.DistributedDataParallel(
         model, device_ids=[device.index] if device.type == "cuda" else None,
         bucket_cap_mb=args.bucket_cap_mb)
-    function, state = ((default_hooks.allreduce_hook, None) if hook == "allreduce_hook"
-                       else (fixed_order_hook, HookState()))
+    function, state = _hook_and_state(hook)
     trail = None
     if trail_path is not None:
         trail = reduce_verify.Trail(trail_path, optimizer_state=args.optimizer_state)
@@ -142,6 +231,8 @@ def overhead(args, device, scratch):
                     train_step(run, x, y)
                     synchronize(device)
                     times[key].append((time.perf_counter() - began) * 1e3)
+        if str(size) in args.profile.split(","):
+            profile(args, device, runs, x, y, size)
         entry = {"batch": size, "steps_per_config": args.rounds * args.steps, "hooks": {}}
         for hook in hooks:
             plain = statistics.median(times[(hook, False)])
@@ -157,6 +248,33 @@ def overhead(args, device, scratch):
         results.append(entry)
         del runs, x, y
     return results
+
+
+def profile(args, device, runs, x, y, size):
+    """torch.profiler over 3 steps of each configuration: where the host and the GPU spend a
+    step with and without the trail."""
+    from torch.profiler import ProfilerActivity, profile as run_profiler
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA]
+                                           if device.type == "cuda" else [])
+    lines = []
+    for (hook, trailed), run in runs.items():
+        synchronize(device)
+        began = time.perf_counter()
+        with run_profiler(activities=activities) as prof:
+            for _ in range(3):
+                train_step(run, x, y)
+            synchronize(device)
+        name = f"{hook}{' with trail' if trailed else ''}, batch {size}, 3 steps " \
+               f"({(time.perf_counter() - began) * 1e3:.1f} ms profiled)"
+        averages = prof.key_averages()
+        lines += [f"== {name}: by host time", averages.table(sort_by="self_cpu_time_total",
+                                                            row_limit=30)]
+        if device.type == "cuda":
+            lines += [f"== {name}: by GPU time",
+                      averages.table(sort_by="self_cuda_time_total", row_limit=15)]
+    path = pathlib.Path(args.out) / f"trail-profile-{size}.txt"
+    path.write_text("\n".join(lines) + "\n")
+    print(f"wrote {path}", flush=True)
 
 
 def audit_pair(args, device, scratch):
@@ -192,12 +310,15 @@ def main():
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo",
                                 init_method=f"file://{scratch}/store", rank=0, world_size=1)
         try:
-            report["digest_check"] = digest_check(device)
-            report["audit"] = audit_pair(args, device, scratch)
+            checks = not args.skip_checks
+            report["digest_check"] = digest_check(device) if checks else []
+            report["reference_check"] = reference_check(device, scratch) if checks else []
+            report["audit"] = audit_pair(args, device, scratch) if checks else None
             report["overhead"] = overhead(args, device, scratch)
         finally:
             dist.destroy_process_group()
-    report["gpu_digests_agree"] = all(row["agree"] for row in report["digest_check"])
+    report["gpu_digests_agree"] = all(row["agree"] for row in
+                                      report["digest_check"] + report["reference_check"])
     path = pathlib.Path(args.out) / "trail-overhead.json"
     path.write_text(json.dumps(report, indent=2) + "\n")
     print(f"wrote {path}; GPU digests agree with the reference: {report['gpu_digests_agree']}")

@@ -88,25 +88,35 @@ def tree_digest(tensor):
 
 
 class PendingTree:
-    """A digest tree whose leaves a GPU is hashing into `leaves` (a device uint8 tensor);
-    finish_trees() turns a list of them into digests with one copy to the host. `keep` holds
+    """A digest tree whose leaves a GPU is hashing into `leaves` (a device uint8 tensor).
+    copy_to_host() queues their copy to pinned memory on a copy stream, so the stream that
+    hashed them goes on; root() hashes them on the host once the copy is done. `keep` holds
     the tensors the kernel reads until it ran (temporary contiguous copies)."""
 
     def __init__(self, size, leaves, keep=None):
         self.size, self.leaves, self.keep = size, leaves, keep
         self.host = None
+        self.copied = None  # the copy's event
 
-    def copy_to_host(self):
-        """Enqueues the leaves' copy into pinned host memory after u64_le(size): the root's
-        input, hashed in place once the copy is done (root())."""
+    def copy_to_host(self, copy_stream):
+        """Queues the leaves' copy into pinned host memory after u64_le(size), on
+        `copy_stream` behind the work the current stream holds now (the leaves' kernel)."""
         self.host = torch.empty(8 + self.leaves.numel(), dtype=torch.uint8, pin_memory=True)
         ctypes.memmove(self.host.data_ptr(), self.size.to_bytes(8, "little"), 8)
-        if self.leaves.numel():
-            self.host[8:].copy_(self.leaves, non_blocking=True)
+        copy_stream.wait_stream(torch.cuda.current_stream(self.leaves.device))
+        with torch.cuda.stream(copy_stream):
+            if self.leaves.numel():
+                self.host[8:].copy_(self.leaves, non_blocking=True)
+            self.copied = torch.cuda.Event()
+            self.copied.record(copy_stream)
 
     def root(self):
-        """The 16-byte root, once the copy of copy_to_host() is done (the caller waited)."""
-        self.leaves = self.keep = None
+        """The 16-byte root: waits for the copy (long done where the caller is a step
+        later), then hashes u64_le(size) and the leaves on the host."""
+        if self.copied is None:
+            raise RuntimeError("PendingTree.root() before copy_to_host()")
+        self.copied.synchronize()
+        self.leaves = self.keep = self.copied = None
         return _digest_address(self.host.data_ptr(), self.host.numel())
 
 
@@ -232,6 +242,8 @@ class Trail:
         self._cuda_leaves = None  # the C ABI's leaf kernel, False where there is none
         self._cuda_pieces = None  # its kernel over pieces, False where there is none
         self._pending = None  # the last step, while its GPU digests are still on their way
+        self._cuda_streams = {}  # device → (side stream, copy stream)
+        self._gather_group = None  # a Gloo group beside an NCCL one, for the digests
 
     # --- the hooks ---------------------------------------------------------------------
     def wrap(self, hook, name=None):
@@ -242,14 +254,32 @@ class Trail:
         def trail_hook(state, bucket):
             buffer = bucket.buffer()
             index = bucket.index()
-            input_digest = self._digest(buffer)
-            future = hook(state, bucket)
+            side = self._side_stream(buffer)
+            if side is None:
+                input_digest = self._digest(buffer)
+                future = hook(state, bucket)
+            else:
+                # On a GPU the bucket is hashed, and the hook runs, on the trail's side stream
+                # behind the bucket's gradients: the rest of the backward pass goes on beside
+                # them, and the hook's collective (which waits for the stream current when it
+                # is called) still reads the buffer only once its input digest is taken.
+                # DDP waits for the returned future before it uses the result.
+                side.wait_stream(torch.cuda.current_stream(buffer.device))
+                with torch.cuda.stream(side):
+                    input_digest = self._digest(buffer)
+                    future = hook(state, bucket)
 
             def after(done):
                 value = done.value()
                 result = value[0] if isinstance(value, (list, tuple)) else value
+                if side is not None:
+                    # A hook may return a completed plain future (torch's noop hook does)
+                    # for work it queued on the side stream: the stream this callback runs
+                    # on, which DDP orders its use of the result behind, waits for it.
+                    torch.cuda.current_stream(result.device).wait_stream(side)
+                result_digest = self._digest(result)
                 with self._lock:
-                    self._buckets[index] = [buffer.numel(), input_digest, self._digest(result)]
+                    self._buckets[index] = [buffer.numel(), input_digest, result_digest]
                 return result
 
             return future.then(after)
@@ -258,7 +288,8 @@ class Trail:
         return trail_hook
 
     def _digest(self, tensor):
-        """16 bytes, or a PendingTree that end_step finishes (CUDA tensors, tree digest)."""
+        """16 bytes, or a PendingTree whose leaves are on their way to the host (CUDA
+        tensors, tree digest)."""
         kind = self._kind_for(tensor)
         if kind == KIND_FLAT:
             return flat_digest(tensor)
@@ -266,8 +297,30 @@ class Trail:
             if self._cuda_leaves is None:
                 self._cuda_leaves = _cuda_leaf_function() or False
             if self._cuda_leaves:
-                return tree_digest_cuda(tensor, self._cuda_leaves)
+                return self._queue_copy(tree_digest_cuda(tensor, self._cuda_leaves))
         return tree_digest(tensor)
+
+    def _queue_copy(self, digest):
+        if isinstance(digest, PendingTree):
+            digest.copy_to_host(self._streams(digest.leaves.device)[1])
+        return digest
+
+    def _streams(self, device):
+        """(side, copy): the trail's two CUDA streams on `device`, made on first use."""
+        with self._lock:
+            streams = self._cuda_streams.get(device)
+            if streams is None:
+                streams = (torch.cuda.Stream(device), torch.cuda.Stream(device))
+                self._cuda_streams[device] = streams
+            return streams
+
+    def _side_stream(self, buffer):
+        """The side stream for a bucket hashed on a GPU, else None."""
+        if buffer.device.type != "cuda" or self._kind_for(buffer) != KIND_TREE:
+            return None
+        if self._cuda_leaves is None:
+            self._cuda_leaves = _cuda_leaf_function() or False
+        return self._streams(buffer.device)[0] if self._cuda_leaves else None
 
     def _kind_for(self, tensor):
         if self.digest == "flat":
@@ -359,7 +412,7 @@ class Trail:
             if self._cuda_pieces:
                 pending = tree_digest_cuda_pieces(tensors, self._cuda_pieces)
                 if pending is not None:
-                    return pending
+                    return self._queue_copy(pending)
         if like is not None:
             device = like[0].device if like else first.device
             tensors = [t.reshape(-1).to(device=device, dtype=torch.float32) for t in tensors]
@@ -368,7 +421,7 @@ class Trail:
     def _gather(self, own, bucket_count, step):
         if not dist.is_available() or not dist.is_initialized():
             return [own]
-        group = self.process_group
+        group = self._gather_group_for(self.process_group)
         device = torch.device("cpu")
         if dist.get_backend(group) == "nccl":
             device = torch.device("cuda", torch.cuda.current_device())
@@ -385,6 +438,21 @@ class Trail:
         dist.all_gather(rows, mine, group=group)
         rows = [row.cpu() for row in rows]
         return [ctypes.string_at(row.data_ptr(), len(own)) for row in rows]
+
+    def _gather_group_for(self, group):
+        """The group the digests are gathered over: beside an NCCL world, a Gloo group of the
+        same ranks, made at the first gather (every rank gathers at the same step), so that
+        gathering a few hundred bytes on the host never waits for the GPU's queue (an NCCL
+        gather would, and stall the step behind it). A subgroup keeps its own backend: a new
+        group needs every rank of the world."""
+        if dist.get_backend(group) != "nccl" or group not in (None, dist.group.WORLD):
+            return group
+        if self._gather_group is None:
+            try:
+                self._gather_group = dist.new_group(backend="gloo")
+            except (RuntimeError, ValueError):
+                self._gather_group = False  # torch without Gloo: gather over NCCL
+        return self._gather_group or group
 
     def _header(self, world, parameters, start_step):
         return {"trail": FORMAT, "version": VERSION, "world": world,
@@ -458,25 +526,15 @@ def _optimizer_tensors(optimizer):
 
 
 class _StepDigests:
-    """One step's digests, some perhaps PendingTrees still computed on a GPU: their leaves are
-    copied to pinned host memory behind the step's work, and an event marks the copies' end."""
+    """One step's digests, some perhaps PendingTrees whose leaves are still being hashed or
+    copied to the host; deferred when any is, and then finished a step later."""
 
     def __init__(self, step, buckets, digests, parameters, optimizer):
         self.step, self.buckets, self.digests = step, buckets, digests
         self.parameters, self.optimizer = parameters, optimizer
-        pending = [d for d in digests if isinstance(d, PendingTree)]
-        self.deferred = bool(pending)
-        self.event = None
-        if pending:
-            for tree in pending:
-                tree.copy_to_host()
-            self.event = torch.cuda.Event()
-            self.event.record(torch.cuda.current_stream(pending[0].leaves.device))
+        self.deferred = any(isinstance(d, PendingTree) for d in digests)
 
     def finish(self):
         """The 16-byte digests, waiting for the copies where they are not done yet."""
-        if self.event is not None:
-            self.event.synchronize()
-            self.event = None
         self.digests = [d.root() if isinstance(d, PendingTree) else d for d in self.digests]
         return self.digests
