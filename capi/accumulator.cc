@@ -131,6 +131,15 @@ extern "C" rv_status rv_accumulator_end_micro_batch(rv_accumulator* accumulator)
                            [&] { checked(accumulator).end_micro_batch(); });
 }
 
+extern "C" rv_status rv_accumulator_end_micro_batch_deferred(rv_accumulator* accumulator) {
+  return rv::capi::guarded("rv_accumulator_end_micro_batch_deferred",
+                           [&] { checked(accumulator).end_micro_batch_deferred(); });
+}
+
+extern "C" rv_status rv_accumulator_resolve(rv_accumulator* accumulator) {
+  return rv::capi::guarded("rv_accumulator_resolve", [&] { checked(accumulator).resolve(); });
+}
+
 extern "C" rv_status rv_accumulator_clear(rv_accumulator* accumulator, void* cuda_stream) {
   return rv::capi::guarded("rv_accumulator_clear",
                            [&] { checked(accumulator).clear(cuda_stream); });

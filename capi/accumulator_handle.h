@@ -19,6 +19,10 @@ struct rv_accumulator {
   virtual void add(const void* values, std::size_t offset, std::size_t n, rv::DType dtype,
                    void* stream) = 0;
   virtual void end_micro_batch() = 0;
+  // end_micro_batch without a wait where the adds are enqueued (a device); resolve() settles
+  // what it left. The host's adds are done when they return: the same as end_micro_batch.
+  virtual void end_micro_batch_deferred() { end_micro_batch(); }
+  virtual void resolve() {}
   virtual void clear(void* stream) = 0;
   virtual std::size_t agreement_size() const = 0;
   virtual void agreement_words(std::int64_t layout, rv::Op op, std::uint64_t mean_over,

@@ -43,6 +43,14 @@ class DeviceAccumulator final : public rv_accumulator {
     accumulator_.end_micro_batch();  // settles every add
     widened_.clear();
   }
+  void end_micro_batch_deferred() override {
+    if (!widened_.empty()) {  // the widened copies live until a settle: settle now
+      end_micro_batch();
+      return;
+    }
+    accumulator_.end_micro_batch_deferred();
+  }
+  void resolve() override { accumulator_.resolve(); }
   void clear(void* stream) override {
     accumulator_.clear(stream);  // waits for the pending adds' streams
     widened_.clear();

@@ -147,6 +147,13 @@ RV_C_API rv_status rv_accumulator_add_dtype(rv_accumulator* accumulator, const v
                                             size_t offset, size_t n, int dtype, void* cuda_stream);
 /* Counts one micro-batch (the count every rank's digit word 0 carries into the sum). */
 RV_C_API rv_status rv_accumulator_end_micro_batch(rv_accumulator* accumulator);
+/* The same without waiting for the device: the micro-batch is counted, and the settle of its
+ * adds waits for rv_accumulator_resolve (or the next add, agreement_words or clear), which
+ * waits only for a flag read back behind those adds, as a rule long done by the time the next
+ * micro-batch's forward pass is enqueued. The adds' values must stay valid until then. On
+ * the host, end_micro_batch itself; resolve does nothing there. */
+RV_C_API rv_status rv_accumulator_end_micro_batch_deferred(rv_accumulator* accumulator);
+RV_C_API rv_status rv_accumulator_resolve(rv_accumulator* accumulator);
 /* Back to an empty accumulator. */
 RV_C_API rv_status rv_accumulator_clear(rv_accumulator* accumulator, void* cuda_stream);
 /* Round 1: *words = the agreement words' count; the words (host memory) to MAX-reduce. The

@@ -9,7 +9,8 @@
 #   3. python/bench/trail_overhead.py: the GPU digests against the host reference from Python
 #      (one tensor and pieces), two identical runs' trails audited, and the trail's overhead at
 #      batch 256, 1024, 4096, to $OUT/trail-overhead.json.
-#   usage: bash ci/device/run-trail.sh        (OUT, default /tmp/rv-trail-out)
+#   usage: bash ci/device/run-trail.sh        (OUT, default /tmp/rv-trail-out; TRAIL_ARGS, more
+#          arguments for trail_overhead.py, e.g. "--profile 256")
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 bundle="$root/build-device"
@@ -40,5 +41,6 @@ step "bench_cuda_exact --benchmark_filter=DigestTree" 120 "${bundle_env[@]}" \
   --benchmark_out="$out/cuda-digest-tree.json" --benchmark_out_format=json
 grep -E '^BM_DigestTree' "$out/trail-log.txt" | tee -a "$summary"
 step "trail_overhead.py (digest check, audit, overhead)" 400 "${py_env[@]}" \
-  python3 "$root/python/bench/trail_overhead.py" --out "$out" --tool "$shim_dir/reduce-verify"
-grep -E '^(batch |tree |wrote )' "$out/trail-log.txt" | tee -a "$summary"
+  python3 "$root/python/bench/trail_overhead.py" --out "$out" --tool "$shim_dir/reduce-verify" \
+  ${TRAIL_ARGS:-}
+grep -E '^(batch |tree |trail against |wrote )' "$out/trail-log.txt" | tee -a "$summary"

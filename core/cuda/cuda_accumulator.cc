@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstddef>
 
 #include "core/cuda/cuda_check.h"
 #include "core/error.h"
@@ -39,6 +40,12 @@ CudaAccumulator::CudaAccumulator(int device, std::size_t count)
   RV_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
+CudaAccumulator::~CudaAccumulator() {
+  const cuda_detail::ScopedDevice scope(device_);
+  if (check_event_ != nullptr) (void)cudaEventDestroy(static_cast<cudaEvent_t>(check_event_));
+  if (check_flag_ != nullptr) (void)cudaFreeHost(check_flag_);
+}
+
 DeviceAccumulatorState CudaAccumulator::state() const {
   DeviceAccumulatorState s;
   s.digits = static_cast<std::int64_t*>(digits_.data());
@@ -64,6 +71,7 @@ void CudaAccumulator::clear(void* cuda_stream) {
   const cuda_detail::ScopedDevice scope(device_);
   for (const PendingAdd& p : pending_) RV_CUDA_CHECK(cudaStreamSynchronize(as_stream(p.stream)));
   pending_.clear();  // discarded with everything else
+  checked_adds_ = 0;
   const cudaStream_t stream = as_stream(cuda_stream);
   RV_CUDA_CHECK(cudaMemsetAsync(digits_.data(), 0, digits_.bytes(), stream));
   RV_CUDA_CHECK(cudaMemsetAsync(magnitude_bits_.data(), 0, magnitude_bits_.bytes(), stream));
@@ -103,6 +111,7 @@ void CudaAccumulator::add(const float* d_values, std::size_t offset, std::size_t
                                     ") of ", count_, " (a range starts a block of ", kBlock, ")"));
   }
   if (n == 0) return;
+  resolve();  // the last micro-batch's adds, as a rule long done: no wait for this one's work
   // A block another pending add marked for the host must be taken over first: the next
   // launch would skip it too, and settle could not tell which launch skipped what.
   for (const PendingAdd& p : pending_) {
@@ -116,7 +125,46 @@ void CudaAccumulator::add(const float* d_values, std::size_t offset, std::size_t
   pending_.push_back(PendingAdd{d_values, offset, n, cuda_stream});
 }
 
+void CudaAccumulator::end_micro_batch_deferred() {
+  resolve();  // one read-back in flight at a time
+  host_.end_micro_batch();
+  if (pending_.empty()) return;
+  void* stream = pending_.front().stream;
+  for (const PendingAdd& p : pending_) {
+    if (p.stream != stream) {
+      settle();
+      return;
+    }
+  }
+  const cuda_detail::ScopedDevice scope(device_);
+  if (check_flag_ == nullptr) {
+    RV_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&check_flag_), sizeof(std::uint32_t)));
+    cudaEvent_t event = nullptr;
+    RV_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+    check_event_ = event;
+  }
+  RV_CUDA_CHECK(cudaMemcpyAsync(check_flag_, host_needed_.data(), sizeof(std::uint32_t),
+                                cudaMemcpyDeviceToHost, as_stream(stream)));
+  RV_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(check_event_), as_stream(stream)));
+  checked_adds_ = pending_.size();
+}
+
+void CudaAccumulator::resolve() {
+  if (checked_adds_ == 0) return;
+  const std::size_t checked = checked_adds_;
+  checked_adds_ = 0;
+  const cuda_detail::ScopedDevice scope(device_);
+  RV_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(check_event_)));
+  if (*check_flag_ == 0) {
+    // No add up to the read-back skipped or marked a block: all of them are in the digits.
+    pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(checked));
+  } else {
+    settle();
+  }
+}
+
 void CudaAccumulator::settle() {
+  checked_adds_ = 0;  // everything pending is settled here
   if (pending_.empty()) return;
   const cuda_detail::ScopedDevice scope(device_);
   for (const PendingAdd& p : pending_) RV_CUDA_CHECK(cudaStreamSynchronize(as_stream(p.stream)));

@@ -21,6 +21,9 @@ namespace rv {
 class CudaAccumulator {
  public:
   CudaAccumulator(int device, std::size_t count);
+  ~CudaAccumulator();
+  CudaAccumulator(const CudaAccumulator&) = delete;
+  CudaAccumulator& operator=(const CudaAccumulator&) = delete;
   std::size_t count() const { return count_; }
   int device() const { return device_; }
 
@@ -34,6 +37,15 @@ class CudaAccumulator {
     settle();
     host_.end_micro_batch();
   }
+  // The same without a wait: counts the micro-batch and enqueues, behind the pending adds, a
+  // read-back of the flag that says whether any of them left a block for the host. resolve()
+  // (called by the next add, by a settle, or by the caller once the device is past those
+  // adds, e.g. after the next forward pass) waits for that read-back alone: with no block for
+  // the host the adds are done and forgotten, else they are settled as end_micro_batch would.
+  // Their values must stay valid until resolve() returns. Pending adds on more than one
+  // stream are settled at once.
+  void end_micro_batch_deferred();
+  void resolve();
   void clear(void* cuda_stream);
 
   std::size_t agreement_size() const { return host_.agreement_size(); }
@@ -65,6 +77,11 @@ class CudaAccumulator {
   int device_;
   std::size_t count_, blocks_;
   std::vector<PendingAdd> pending_;
+  // end_micro_batch_deferred's read-back: the first checked_adds_ of pending_ are covered by
+  // the flag copied to check_flag_ (pinned) before check_event_ (a cudaEvent_t).
+  std::size_t checked_adds_ = 0;
+  std::uint32_t* check_flag_ = nullptr;
+  void* check_event_ = nullptr;
   DeviceBuffer digits_, bottom_, magnitude_bits_, covered_, residence_, host_needed_;
   DeviceBuffer plan_kind_, plan_bottom_, plan_offset_;
   ExactAccumulator host_;

@@ -26,6 +26,7 @@ torch.set_num_threads on the CPU)."""
 import ctypes
 import hashlib
 import pathlib
+import weakref
 
 import torch
 import torch.distributed as dist
@@ -59,6 +60,8 @@ _SIGNATURES = {
     "rv_accumulator_finish_dtype": [_c.c_void_p, _c.c_void_p, _c.c_int, _c.c_uint64, _c.c_int,
                                     _c.c_void_p, _c.c_void_p],
     "rv_accumulator_footprint": [_c.c_void_p, _c.c_void_p, _c.c_void_p, _c.c_void_p],
+    "rv_accumulator_end_micro_batch_deferred": [_c.c_void_p],
+    "rv_accumulator_resolve": [_c.c_void_p],
 }
 _declared = None
 
@@ -145,8 +148,31 @@ class ExactGradAccumulator:
                 torch.cuda.current_device()
         _library.check(_lib().rv_accumulator_create(count, device_index,
                                                     _c.byref(self._handle)))
+        # On a GPU a micro-batch's adds are settled one micro-batch later (docs/DESIGN.md §11):
+        # its gradients are held until the next forward pass has been enqueued, by then the
+        # device is past the adds, and are let go before that pass's backward makes new ones.
+        self._held = None
+        self._forward_hook = None
+        if self._device.type == "cuda" and isinstance(model, torch.nn.Module):
+            this = weakref.ref(self)
+
+            def resolve_after_forward(module, inputs, output):
+                accumulator = this()
+                if accumulator is not None:
+                    accumulator._resolve()
+            self._forward_hook = model.register_forward_hook(resolve_after_forward)
+
+    def _resolve(self):
+        """Settles the last micro-batch's adds (a wait for a flag read back behind them) and
+        lets its gradients go."""
+        if self._held is not None:
+            _library.check(_lib().rv_accumulator_resolve(self._handle))
+            self._held = None
 
     def __del__(self):
+        hook = getattr(self, "_forward_hook", None)
+        if hook is not None:
+            hook.remove()
         handle = getattr(self, "_handle", None)
         if handle:
             _lib().rv_accumulator_destroy(handle)
@@ -172,6 +198,7 @@ class ExactGradAccumulator:
     def add(self):
         """Moves every parameter's gradient into the exact sums and sets p.grad to None. A
         parameter without a gradient adds nothing (a zero gradient)."""
+        self._resolve()
         grads = []
         for name, p in self._params:
             g = p.grad
@@ -213,8 +240,9 @@ class ExactGradAccumulator:
         lib = _lib()
         stream = self._stream()
         offsets = dict((id(p), o) for (_, p), o in zip(self._params, self._offsets))
-        # On a GPU the adds are enqueued and settled by end_micro_batch (one wait per
-        # micro-batch): every gradient stays referenced until then.
+        # On a GPU the adds are enqueued and settled one micro-batch later, by _resolve() (after
+        # the next forward pass, or at the next add or reduce): every gradient stays
+        # referenced until then.
         added = []
         for name, p, g in grads:
             g = g.detach().contiguous()
@@ -223,7 +251,11 @@ class ExactGradAccumulator:
                                                         offsets[id(p)], g.numel(),
                                                         dtype_code(g.dtype), stream))
             p.grad = None
-        _library.check(lib.rv_accumulator_end_micro_batch(self._handle))
+        if self._device.type == "cuda":
+            _library.check(lib.rv_accumulator_end_micro_batch_deferred(self._handle))
+            self._held = added
+        else:
+            _library.check(lib.rv_accumulator_end_micro_batch(self._handle))
         del added
         self._local_micro_batches += 1
 
@@ -299,6 +331,7 @@ def _reduce(accumulators, mean_over, op, world, all_reduce, combine=None):
     c_op = _library.OP_MEAN if op == "mean" else _library.OP_SUM
     words = []
     for acc in accumulators:
+        acc._resolve()
         size = _c.c_size_t()
         _library.check(lib.rv_accumulator_agreement_size(acc._handle, _c.byref(size)))
         mine = torch.empty(size.value, dtype=torch.int64)

@@ -37,11 +37,13 @@ struct Ranks {
   std::vector<std::unique_ptr<ExactAccumulator>> host;
 };
 
-// Rank r is on the GPU when r is even. Each adds its addends in ranges cut at `starts`; GPU
-// ranks 2, 6, … never call end_micro_batch (their adds settle when the next one overlaps
-// them, and the last by settle()).
+// Rank r is on the GPU when r is even. Each adds its addends in ranges cut at `starts`. GPU
+// ranks end their micro-batches in one of three ways, by (r / 2 + variant) % 3:
+// end_micro_batch; never (their adds settle when the next one overlaps them, and the last by
+// settle()); or end_micro_batch_deferred, resolved by the next add or, every other
+// micro-batch, by an explicit resolve().
 Ranks accumulate(const Arenas& addends, const std::vector<std::vector<std::size_t>>& of_rank,
-                 const std::vector<std::size_t>& starts) {
+                 const std::vector<std::size_t>& starts, std::size_t variant = 0) {
   const std::size_t n = addends[0].size();
   Ranks ranks;
   // Every addend in its own buffer, alive until the accumulators are settled (a pending add's
@@ -54,14 +56,18 @@ Ranks accumulate(const Arenas& addends, const std::vector<std::vector<std::size_
   for (std::size_t r = 0; r < of_rank.size(); ++r) {
     if (r % 2 == 0) {
       auto acc = std::make_unique<CudaAccumulator>(0, n);
+      const std::size_t pattern = (r / 2 + variant) % 3;
+      std::size_t micro_batch = 0;
       for (std::size_t a : of_rank[r]) {
         for (std::size_t k = 0; k < starts.size(); ++k) {
           const std::size_t end = k + 1 < starts.size() ? starts[k + 1] : n;
           acc->add(values[a]->floats() + starts[k], starts[k], end - starts[k], nullptr);
         }
-        // Every other GPU rank leaves its adds pending across micro-batches: the next add
-        // overlaps them and settles them first.
-        if (r % 4 == 0) acc->end_micro_batch();
+        if (pattern == 0) acc->end_micro_batch();
+        if (pattern == 2) {
+          acc->end_micro_batch_deferred();
+          if (++micro_batch % 2 == 0) acc->resolve();
+        }
       }
       acc->settle();  // before `values` goes
       ranks.gpu.push_back(std::move(acc));
@@ -158,7 +164,7 @@ TEST(CudaAccumulator, EverySplitOfGpuAndHostRanksGivesTheReference) {
             if (rng() % 2 == 0) starts.push_back(s);
           }
           for (Op op : {Op::kSum, Op::kMean}) {
-            Ranks ranks = accumulate(addends, of_rank, starts);
+            Ranks ranks = accumulate(addends, of_rank, starts, split);
             for (const auto& got : combine(ranks, op, m, n)) {
               EXPECT_TRUE(same_bits(op == Op::kSum ? sum : mean, got))
                   << to_string(dist) << ", M = " << m << ", n = " << n << ", W = " << world
@@ -166,6 +172,27 @@ TEST(CudaAccumulator, EverySplitOfGpuAndHostRanksGivesTheReference) {
             }
           }
         }
+      }
+    }
+  }
+}
+
+TEST(CudaAccumulator, DeferredSettlesGiveTheReference) {
+  RV_SKIP_WITHOUT_GPU();
+  // One GPU rank ending every micro-batch with end_micro_batch_deferred, on every
+  // distribution (the wide and special ones send blocks to the host between micro-batches,
+  // so a read-back finds the flag set and the adds of two micro-batches settle together).
+  const std::size_t n = 5 * exact::kBlock + 77;
+  for (Distribution dist : kAllDistributions) {
+    const Arenas addends = make(8, n, dist, 90);
+    for (std::size_t cut : {std::size_t{0}, std::size_t{2} * exact::kBlock}) {
+      const std::vector<std::size_t> starts =
+          cut == 0 ? std::vector<std::size_t>{0} : std::vector<std::size_t>{0, cut};
+      for (Op op : {Op::kSum, Op::kMean}) {
+        Ranks ranks = rv::test::accumulate(addends, {{7, 0, 3, 1, 6, 2, 5, 4}}, starts, 2);
+        EXPECT_TRUE(same_bits(reference_exact(addends, op), combine(ranks, op, 8, n)[0]))
+            << to_string(dist) << (cut ? ", two ranges" : ", one range")
+            << (op == Op::kSum ? ", sum" : ", mean");
       }
     }
   }

@@ -112,6 +112,35 @@ class AgainstTheTool(unittest.TestCase):
         self.assertEqual(struct.unpack("<I", struct.pack("<f", out.item()))[0], 0x7FC00000)
 
 
+class WorldOfOne(unittest.TestCase):
+    """In a world of one process the hooks reduce the bucket in place, no collective moving
+    it; the law still applies to its one addend (NaN canonical, as the core's one-row
+    reduction gives)."""
+
+    def test_the_hooks_reduce_the_bucket_in_place_by_the_law(self):
+        import torch.distributed as dist
+        from reduce_verify.ddp import HookState, exact_hook, fixed_order_hook
+        sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+        from hook_world import HandMadeBucket
+        values = floats_from_bits([0x7FC00001, 0x3F800000, 0x80000000, 0x00000001, 0xC2F6E979])
+        with tempfile.TemporaryDirectory() as scratch:
+            dist.init_process_group("gloo", init_method=f"file://{scratch}/store", rank=0,
+                                    world_size=1)
+            try:
+                for hook, contract in ((fixed_order_hook, "fixed-order"),
+                                       (exact_hook, "exact")):
+                    buffer = values.clone()
+                    result = hook(HookState(), HandMadeBucket(buffer)).wait()
+                    self.assertEqual(result.data_ptr(), buffer.data_ptr(), contract)
+                    expected = reduce_verify.reduce(values.view(1, -1), "mean", contract)
+                    self.assertTrue(torch.equal(result.view(torch.int32),
+                                                expected.view(torch.int32)), contract)
+                    self.assertEqual(struct.unpack("<I", struct.pack("<f", result[0].item()))[0],
+                                     0x7FC00000, contract)
+            finally:
+                dist.destroy_process_group()
+
+
 class RawStoragePitfalls(unittest.TestCase):
     """digest and reduce read the C ABI's raw bytes: every lazy view torch keeps as a flag on
     the tensor (negation, conjugation) and every layout (strides, storage offset, zero-dim)

@@ -227,6 +227,15 @@ def _reduce_bucket(state, bucket, contract):
         _all_gather_rows(inputs, buffer, group, held).wait()
         own_input_digest = digest(buffer)
 
+    if world == 1 and not recording:
+        # A world of one: the exchange and the gather are the identity, so the bucket is
+        # reduced in place (the law still applied to its one addend, as the contract rounds
+        # it) and no collective moves it.
+        reduce_stacked_into(buffer, 1, n, n, state.op, contract, buffer)
+        done = torch.futures.Future()
+        done.set_result(buffer)
+        return done
+
     s = shard_length(n, world)
     padded = world * s
     if padded == n:
