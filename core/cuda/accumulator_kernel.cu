@@ -2,6 +2,8 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
+
 #include "core/cuda/cuda_check.h"
 #include "core/exact/exact_accumulator.h"
 #include "core/exact/exact_law.h"
@@ -185,7 +187,21 @@ __global__ void finish_kernel(DeviceAccumulatorPlan p, const std::int64_t* __res
   }
 }
 
+__global__ void reset_bottoms_kernel(std::int32_t* bottom, std::size_t blocks) {
+  for (std::size_t b = blockIdx.x * blockDim.x + threadIdx.x; b < blocks;
+       b += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    bottom[b] = kNoBottom;
+  }
+}
+
 }  // namespace
+
+void launch_accumulator_reset_bottoms(std::int32_t* bottom, std::size_t blocks, void* cuda_stream) {
+  if (blocks == 0) return;
+  const auto grid = static_cast<unsigned>(std::min<std::size_t>((blocks + 255) / 256, 4096));
+  reset_bottoms_kernel<<<grid, 256, 0, static_cast<cudaStream_t>(cuda_stream)>>>(bottom, blocks);
+  RV_CUDA_CHECK_LAUNCH("accumulator reset_bottoms_kernel");
+}
 
 void launch_accumulator_add(const DeviceAccumulatorState& state, const float* d_values,
                             std::size_t offset, std::size_t n, void* cuda_stream) {

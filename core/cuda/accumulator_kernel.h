@@ -42,6 +42,9 @@ struct DeviceAccumulatorPlan {
   std::size_t blocks = 0;
 };
 
+// Every block's bottom back to exact::kNoBottom (clear), with no host buffer to keep alive.
+void launch_accumulator_reset_bottoms(std::int32_t* bottom, std::size_t blocks, void* cuda_stream);
+
 // Export of the kOneLimb blocks that live on the device (the host exports the others).
 void launch_accumulator_export(const DeviceAccumulatorState& state,
                                const DeviceAccumulatorPlan& plan, std::int64_t* d_words,

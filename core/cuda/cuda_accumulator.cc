@@ -78,13 +78,13 @@ void CudaAccumulator::clear(void* cuda_stream) {
   RV_CUDA_CHECK(cudaMemsetAsync(covered_.data(), 0, covered_.bytes(), stream));
   RV_CUDA_CHECK(cudaMemsetAsync(residence_.data(), 0, residence_.bytes(), stream));
   RV_CUDA_CHECK(cudaMemsetAsync(host_needed_.data(), 0, host_needed_.bytes(), stream));
-  bottom_host_.assign(blocks_, kNoBottom);
-  RV_CUDA_CHECK(cudaMemcpyAsync(bottom_.data(), bottom_host_.data(), blocks_ * sizeof(std::int32_t),
-                                cudaMemcpyHostToDevice, stream));
-  RV_CUDA_CHECK(cudaStreamSynchronize(stream));  // bottom_host_ is pageable and reused
+  launch_accumulator_reset_bottoms(static_cast<std::int32_t*>(bottom_.data()), blocks_, stream);
+  // No wait: the next step's adds are queued behind these on the same stream.
+  states_fresh_ = false;
   residence_host_.assign(blocks_, kOnDevice);
   host_.clear();
   plan_.reset();
+  plan_uploaded_ = false;
 }
 
 void CudaAccumulator::move_to_host(std::size_t b, void* cuda_stream) {
@@ -122,6 +122,7 @@ void CudaAccumulator::add(const float* d_values, std::size_t offset, std::size_t
   }
   const cuda_detail::ScopedDevice scope(device_);
   launch_accumulator_add(state(), d_values, offset, n, cuda_stream);
+  states_fresh_ = false;
   pending_.push_back(PendingAdd{d_values, offset, n, cuda_stream});
 }
 
@@ -203,6 +204,7 @@ void CudaAccumulator::settle() {
 }
 
 void CudaAccumulator::download_states(void* cuda_stream) {
+  if (states_fresh_) return;  // nothing was added or cleared since the last download
   const cudaStream_t stream = as_stream(cuda_stream);
   bottom_host_.resize(blocks_);
   bits_host_.resize(blocks_);
@@ -214,6 +216,7 @@ void CudaAccumulator::download_states(void* cuda_stream) {
   RV_CUDA_CHECK(cudaMemcpyAsync(residence_host_.data(), residence_.data(), blocks_ * 4,
                                 cudaMemcpyDeviceToHost, stream));
   RV_CUDA_CHECK(cudaStreamSynchronize(stream));
+  states_fresh_ = true;
 }
 
 void CudaAccumulator::agreement_words(std::int64_t layout, Op op, std::uint64_t mean_over,
@@ -252,21 +255,32 @@ std::size_t CudaAccumulator::plan(const std::int64_t* agreed, std::uint32_t worl
       RV_CUDA_CHECK(cudaMemcpy(state().residence + b, &on_host, 4, cudaMemcpyHostToDevice));
     }
   }
-  RV_CUDA_CHECK(cudaMemcpy(plan_kind_.data(), kind_host_.data(), blocks_, cudaMemcpyHostToDevice));
-  RV_CUDA_CHECK(
-      cudaMemcpy(plan_bottom_.data(), plan_->bottom.data(), blocks_ * 4, cudaMemcpyHostToDevice));
-  RV_CUDA_CHECK(
-      cudaMemcpy(plan_offset_.data(), offsets.data(), blocks_ * 8, cudaMemcpyHostToDevice));
+  offset_host_ = std::move(offsets);
+  plan_uploaded_ = false;  // export_digits uploads it on its stream, without a wait
   return plan_->words;
+}
+
+void CudaAccumulator::upload_plan(void* cuda_stream) {
+  if (plan_uploaded_) return;
+  const cudaStream_t stream = as_stream(cuda_stream);
+  RV_CUDA_CHECK(cudaMemcpyAsync(plan_kind_.data(), kind_host_.data(), blocks_,
+                                cudaMemcpyHostToDevice, stream));
+  RV_CUDA_CHECK(cudaMemcpyAsync(plan_bottom_.data(), plan_->bottom.data(), blocks_ * 4,
+                                cudaMemcpyHostToDevice, stream));
+  RV_CUDA_CHECK(cudaMemcpyAsync(plan_offset_.data(), offset_host_.data(), blocks_ * 8,
+                                cudaMemcpyHostToDevice, stream));
+  plan_uploaded_ = true;
 }
 
 void CudaAccumulator::export_digits(std::int64_t* d_words, void* cuda_stream) {
   if (!plan_) throw InputError("CudaAccumulator: export before plan");
   const cuda_detail::ScopedDevice scope(device_);
   const cudaStream_t stream = as_stream(cuda_stream);
+  // Copies from pageable host memory to the device return once the source is staged (CUDA's
+  // API synchronisation rules), so these vectors may be reused or freed without a wait.
+  upload_plan(stream);
   std::vector<std::int64_t> staging(1, static_cast<std::int64_t>(host_.micro_batches()));
   RV_CUDA_CHECK(cudaMemcpyAsync(d_words, staging.data(), 8, cudaMemcpyHostToDevice, stream));
-  RV_CUDA_CHECK(cudaStreamSynchronize(stream));
   for (std::size_t b = 0; b < blocks_; ++b) {
     if (residence_host_[b] == kOnDevice) continue;
     const std::size_t words =
@@ -276,7 +290,6 @@ void CudaAccumulator::export_digits(std::int64_t* d_words, void* cuda_stream) {
     host_.export_block(*plan_, b, staging.data());
     RV_CUDA_CHECK(cudaMemcpyAsync(d_words + plan_->offset[b], staging.data(), words * 8,
                                   cudaMemcpyHostToDevice, stream));
-    RV_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
   launch_accumulator_export(state(), device_plan(), d_words, cuda_stream);
 }
@@ -291,6 +304,7 @@ void CudaAccumulator::finish(const std::int64_t* d_summed, Op op, std::uint64_t 
   }
   const cuda_detail::ScopedDevice scope(device_);
   const cudaStream_t stream = as_stream(cuda_stream);
+  upload_plan(stream);  // a no-op after export_digits
   launch_accumulator_finish(device_plan(), d_summed, count_, mean,
                             static_cast<std::uint32_t>(mean ? mean_over : 1), d_out, cuda_stream);
   std::vector<std::int64_t> summed;

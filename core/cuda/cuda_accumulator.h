@@ -52,8 +52,9 @@ class CudaAccumulator {
   void agreement_words(std::int64_t layout, Op op, std::uint64_t mean_over,
                        std::int64_t* host_words, void* cuda_stream);
   std::size_t plan(const std::int64_t* host_agreed, std::uint32_t world);
-  // d_words, d_summed, d_out: device pointers; enqueued on cuda_stream (the host blocks' words
-  // are copied from pageable memory, so the calls return when those copies are done).
+  // d_words, d_summed, d_out: device pointers; enqueued on cuda_stream, with no wait (the plan
+  // is uploaded to the device on export_digits' stream, which finish's must be ordered after:
+  // d_summed is made from d_words). finish waits only where a block lives on the host.
   void export_digits(std::int64_t* d_words, void* cuda_stream);
   void finish(const std::int64_t* d_summed, Op op, std::uint64_t mean_over, float* d_out,
               void* cuda_stream);
@@ -66,6 +67,7 @@ class CudaAccumulator {
   DeviceAccumulatorState state() const;
   DeviceAccumulatorPlan device_plan() const;
   void download_states(void* cuda_stream);
+  void upload_plan(void* cuda_stream);
   void move_to_host(std::size_t block, void* cuda_stream);
 
   struct PendingAdd {
@@ -90,6 +92,9 @@ class CudaAccumulator {
   std::vector<std::int32_t> bottom_host_, bits_host_;
   std::vector<std::uint32_t> covered_host_;
   std::vector<std::uint8_t> kind_host_;
+  std::vector<std::uint64_t> offset_host_;
+  bool states_fresh_ = false;   // the *_host_ copies of the block states are current
+  bool plan_uploaded_ = false;  // plan_kind_, plan_bottom_, plan_offset_ hold plan_
 };
 
 }  // namespace rv

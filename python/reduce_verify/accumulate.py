@@ -268,7 +268,9 @@ class ExactGradAccumulator:
         return dist.get_world_size(self._group) if dist.is_initialized() else 1
 
     def _all_reduce(self, tensor, op):
-        if not dist.is_initialized():
+        # A world of one reduces to its own words: no collective, no copy to and from the
+        # communication device.
+        if self._world() == 1:
             return tensor
         moved = tensor.to(self._comm_device())
         dist.all_reduce(moved, op=op, group=self._group)
@@ -356,7 +358,12 @@ def _reduce(accumulators, mean_over, op, world, all_reduce, combine=None):
         digits.append(mine)
     # Round 3: the digits.
     summed = combine(digits, dist.ReduceOp.SUM).to(first._device)
-    total = int(summed[0].item())
+    if world == 1 and len(accumulators) == 1:
+        # Word 0 is this rank's count, written by export_digits: read on the host, the GPU's
+        # queue goes on without a wait.
+        total = first._local_micro_batches
+    else:
+        total = int(summed[0].item())
     divisor = mean_over if mean_over is not None else total
     if op == "mean" and divisor == 0:
         raise InputError("ExactGradAccumulator.reduce: no rank added a micro-batch, and "

@@ -89,35 +89,58 @@ def tree_digest(tensor):
 
 class PendingTree:
     """A digest tree whose leaves a GPU is hashing into `leaves` (a device uint8 tensor).
-    copy_to_host() queues their copy to pinned memory on a copy stream, so the stream that
-    hashed them goes on; root() hashes them on the host once the copy is done. `keep` holds
-    the tensors the kernel reads until it ran (temporary contiguous copies)."""
+    `keep` holds the tensors the kernel reads until it ran (temporary contiguous copies).
+    A step's trees are copied to the host together (StepCopy), behind the step's work; root()
+    hashes u64_le(size) and the leaves there once the copy is done."""
 
     def __init__(self, size, leaves, keep=None):
         self.size, self.leaves, self.keep = size, leaves, keep
-        self.host = None
-        self.copied = None  # the copy's event
-
-    def copy_to_host(self, copy_stream):
-        """Queues the leaves' copy into pinned host memory after u64_le(size), on
-        `copy_stream` behind the work the current stream holds now (the leaves' kernel)."""
-        self.host = torch.empty(8 + self.leaves.numel(), dtype=torch.uint8, pin_memory=True)
-        ctypes.memmove(self.host.data_ptr(), self.size.to_bytes(8, "little"), 8)
-        copy_stream.wait_stream(torch.cuda.current_stream(self.leaves.device))
-        with torch.cuda.stream(copy_stream):
-            if self.leaves.numel():
-                self.host[8:].copy_(self.leaves, non_blocking=True)
-            self.copied = torch.cuda.Event()
-            self.copied.record(copy_stream)
+        self.copy = None  # the StepCopy that holds its leaves on the host
+        self.at = 0  # where u64_le(size) and the leaves start in that copy's buffer
 
     def root(self):
-        """The 16-byte root: waits for the copy (long done where the caller is a step
+        """The 16-byte root: waits for the step's copy (long done where the caller is a step
         later), then hashes u64_le(size) and the leaves on the host."""
-        if self.copied is None:
-            raise RuntimeError("PendingTree.root() before copy_to_host()")
-        self.copied.synchronize()
-        self.leaves = self.keep = self.copied = None
-        return _digest_address(self.host.data_ptr(), self.host.numel())
+        if self.copy is None:
+            raise RuntimeError("PendingTree.root() before its step's copy was queued")
+        self.copy.wait()
+        self.leaves = self.keep = None
+        return _digest_address(self.copy.host.data_ptr() + self.at, 8 + self.size_of_leaves)
+
+    @property
+    def size_of_leaves(self):
+        return 16 * (-(-self.size // TREE_LEAF_BYTES))
+
+
+class StepCopy:
+    """The leaves of one step's trees on one device, copied into one pinned host buffer on the
+    trail's copy stream behind the work the current stream and the side stream hold now: one
+    host allocation and one event a step, not one per digest, so a small step's host time
+    stays small. Each tree's bytes are laid out as u64_le(size) then its leaves."""
+
+    def __init__(self, trees, streams):
+        device = trees[0].leaves.device
+        side, copy = streams
+        self.host = torch.empty(sum(8 + t.size_of_leaves for t in trees), dtype=torch.uint8,
+                                pin_memory=True)
+        copy.wait_stream(torch.cuda.current_stream(device))
+        copy.wait_stream(side)
+        base, at = self.host.data_ptr(), 0
+        with torch.cuda.stream(copy):
+            for tree in trees:
+                ctypes.memmove(base + at, tree.size.to_bytes(8, "little"), 8)
+                count = tree.size_of_leaves
+                if count:
+                    self.host[at + 8:at + 8 + count].copy_(tree.leaves, non_blocking=True)
+                tree.copy, tree.at = self, at
+                at += 8 + count
+            self.done = torch.cuda.Event()
+            self.done.record(copy)
+
+    def wait(self):
+        if self.done is not None:
+            self.done.synchronize()
+            self.done = None
 
 
 def _cuda_leaf_function():
@@ -297,13 +320,17 @@ class Trail:
             if self._cuda_leaves is None:
                 self._cuda_leaves = _cuda_leaf_function() or False
             if self._cuda_leaves:
-                return self._queue_copy(tree_digest_cuda(tensor, self._cuda_leaves))
+                return tree_digest_cuda(tensor, self._cuda_leaves)
         return tree_digest(tensor)
 
-    def _queue_copy(self, digest):
-        if isinstance(digest, PendingTree):
-            digest.copy_to_host(self._streams(digest.leaves.device)[1])
-        return digest
+    def _queue_copies(self, digests):
+        """Queues the copy of the step's pending trees to the host: one StepCopy a device."""
+        by_device = {}
+        for d in digests:
+            if isinstance(d, PendingTree):
+                by_device.setdefault(d.leaves.device, []).append(d)
+        for device, trees in by_device.items():
+            StepCopy(trees, self._streams(device))
 
     def _streams(self, device):
         """(side, copy): the trail's two CUDA streams on `device`, made on first use."""
@@ -353,6 +380,7 @@ class Trail:
             buckets, self._buckets = sorted(self._buckets.items()), {}
         for _, (_, input_digest, result_digest) in buckets:
             digests += [input_digest, result_digest]
+        self._queue_copies(digests)
         step = _StepDigests(self.step, [(index, numel) for index, (numel, _, _) in buckets],
                             digests, sum(p.numel() for p in parameters),
                             self.optimizer_state and optimizer is not None)
@@ -412,7 +440,7 @@ class Trail:
             if self._cuda_pieces:
                 pending = tree_digest_cuda_pieces(tensors, self._cuda_pieces)
                 if pending is not None:
-                    return self._queue_copy(pending)
+                    return pending
         if like is not None:
             device = like[0].device if like else first.device
             tensors = [t.reshape(-1).to(device=device, dtype=torch.float32) for t in tensors]

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The wave's cost targets on one GPU in one device call (issues 18 and 20), from the
+# repository root with build-device/ (ci/device/build-bundle.sh) and the machine's python3:
+#   1. gpu_accumulator_test and tests/python/test_accumulate_gpu.py (correctness first);
+#   2. accumulate_overhead.py: ExactGradAccumulator ÷ DDP's float accumulation, batch 256,
+#      1024, 4096, and a torch.profiler table at 1024;
+#   3. ddp_hook_overhead.py at batch 256, three runs (the hooks' host cost);
+#   4. trail_overhead.py: the trail against the host reference's digests, then its overhead
+#      at batch 256, 1024, 4096, and a torch.profiler table at 256.
+# Everything lands in $OUT (default /tmp/rv-wave-costs) as summary.txt, log.txt and the
+# scripts' JSON and profile files.
+#   usage: run(command="bash ci/device/run-wave-costs.sh", carry=["build-device"])
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+bundle="$root/build-device"
+out=${OUT:-/tmp/rv-wave-costs}
+mkdir -p "$out"
+summary="$out/summary.txt"
+: >"$summary"
+export NCCL_NVLS_ENABLE=0 OMP_NUM_THREADS=1
+shim_dir=$(mktemp -d /tmp/rv-wave-tool.XXXXXX)
+trap 'rm -rf "$shim_dir"' EXIT
+printf '#!/bin/sh\nLD_LIBRARY_PATH="%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "%s" "$@"\n' \
+  "$bundle/lib" "$bundle/bin/reduce-verify" >"$shim_dir/reduce-verify"
+chmod +x "$shim_dir/reduce-verify"
+note() { echo "$*" | tee -a "$summary"; }
+step() {
+  local name=$1 limit=$2; shift 2
+  local started=$SECONDS
+  timeout --kill-after=5 "$limit" "$@" >>"$out/log.txt" 2>&1
+  note "$(printf '%-60s rc=%s %ss' "$name" $? $((SECONDS - started)))"
+}
+py=(env REDUCE_VERIFY_LIB="$bundle/lib/libreduce_verify_c.so"
+    REDUCE_VERIFY="$shim_dir/reduce-verify" PYTHONPATH="$root/python:$root/tests/python" python3)
+note "machine: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
+
+step "gpu_accumulator_test" 200 env "LD_LIBRARY_PATH=$bundle/lib" "$bundle/bin/gpu_accumulator_test"
+step "test_accumulate_gpu.py (3 groupings, CLI replay)" 200 \
+  "${py[@]}" "$root/tests/python/test_accumulate_gpu.py"
+step "accumulate_overhead.py" 300 "${py[@]}" "$root/python/bench/accumulate_overhead.py" \
+  --out "$out"
+step "accumulate_overhead.py --profile (1024)" 200 "${py[@]}" \
+  "$root/python/bench/accumulate_overhead.py" --out "$out/profile" --batches 1024 --rounds 2 \
+  --profile
+for run in 1 2 3; do
+  step "ddp_hook_overhead.py batch 256, run $run" 200 "${py[@]}" \
+    "$root/python/bench/ddp_hook_overhead.py" --out "$out/hooks-$run" --batches 256 \
+    --skip replay,recorded
+done
+step "trail_overhead.py (reference check, overhead)" 400 "${py[@]}" \
+  "$root/python/bench/trail_overhead.py" --out "$out" --tool "$shim_dir/reduce-verify" \
+  --profile 256 ${TRAIL_ARGS:-}
+grep -E '^(batch |trail against |wrote )' "$out/log.txt" | tee -a "$summary"
+note "steps failed: $(grep -c 'rc=[1-9]' "$summary")"
