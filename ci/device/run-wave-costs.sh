@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The wave's cost targets on one GPU in one device call (issues 18 and 20), from the
 # repository root with build-device/ (ci/device/build-bundle.sh) and the machine's python3:
-#   1. gpu_accumulator_test and tests/python/test_accumulate_gpu.py (correctness first);
+#   1. gpu_accumulator_test, the accumulator's benchmark (a copy's fraction) and
+#      tests/python/test_accumulate_gpu.py;
 #   2. accumulate_overhead.py: ExactGradAccumulator ÷ DDP's float accumulation, batch 256,
 #      1024, 4096, and a torch.profiler table at 1024;
 #   3. ddp_hook_overhead.py at batch 256, three runs (the hooks' host cost);
@@ -35,6 +36,11 @@ py=(env REDUCE_VERIFY_LIB="$bundle/lib/libreduce_verify_c.so"
 note "machine: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
 
 step "gpu_accumulator_test" 200 env "LD_LIBRARY_PATH=$bundle/lib" "$bundle/bin/gpu_accumulator_test"
+step "bench_cuda_exact --benchmark_filter=Accumulator" 120 env "LD_LIBRARY_PATH=$bundle/lib" \
+  "$bundle/bin/bench_cuda_exact" --benchmark_filter=Accumulator --benchmark_repetitions=3 \
+  --benchmark_counters_tabular=true --benchmark_out="$out/cuda-accumulator.json" \
+  --benchmark_out_format=json
+grep -E 'Accumulator.*median' "$out/log.txt" | tee -a "$summary"
 step "test_accumulate_gpu.py (3 groupings, CLI replay)" 200 \
   "${py[@]}" "$root/tests/python/test_accumulate_gpu.py"
 step "accumulate_overhead.py" 300 "${py[@]}" "$root/python/bench/accumulate_overhead.py" \
@@ -50,5 +56,6 @@ done
 step "trail_overhead.py (reference check, overhead)" 400 "${py[@]}" \
   "$root/python/bench/trail_overhead.py" --out "$out" --tool "$shim_dir/reduce-verify" \
   --profile 256 ${TRAIL_ARGS:-}
-grep -E '^(batch |trail against |wrote )' "$out/log.txt" | tee -a "$summary"
+grep -E '^(batch |trail against |wrote |tree )' "$out/log.txt" | grep -v '^tree n=' |
+  tee -a "$summary"
 note "steps failed: $(grep -c 'rc=[1-9]' "$summary")"
