@@ -447,8 +447,9 @@ class Trail:
         return self._digest(torch.cat([t.reshape(-1) for t in tensors]))
 
     def _gather(self, own, bucket_count, step):
-        if not dist.is_available() or not dist.is_initialized():
-            return [own]
+        if not dist.is_available() or not dist.is_initialized() or \
+                dist.get_world_size(self.process_group) == 1:
+            return [own]  # a world of one gathers its own record: no collective
         group = self._gather_group_for(self.process_group)
         device = torch.device("cpu")
         if dist.get_backend(group) == "nccl":
