@@ -4,10 +4,11 @@
 #   1. gpu_accumulator_test, the accumulator's benchmark (a copy's fraction) and
 #      tests/python/test_accumulate_gpu.py;
 #   2. accumulate_overhead.py: ExactGradAccumulator ÷ DDP's float accumulation, batch 256,
-#      1024, 4096, and a torch.profiler table at 1024;
-#   3. ddp_hook_overhead.py at batch 256, three runs (the hooks' host cost);
-#   4. trail_overhead.py: the trail against the host reference's digests, then its overhead
-#      at batch 256, 1024, 4096, and a torch.profiler table at 256.
+#      1024, 4096;
+#   3. trail_overhead.py: the trail against the host reference's digests, then its overhead
+#      at batch 256, 1024, 4096;
+#   4. ddp_hook_overhead.py at batch 256, three runs (the hooks' host cost).
+# PROFILE=1 adds torch.profiler tables (accumulator at 1024, trail at 256).
 # Everything lands in $OUT (default /tmp/rv-wave-costs) as summary.txt, log.txt and the
 # scripts' JSON and profile files.
 #   usage: run(command="bash ci/device/run-wave-costs.sh", carry=["build-device"])
@@ -45,17 +46,20 @@ step "test_accumulate_gpu.py (3 groupings, CLI replay)" 200 \
   "${py[@]}" "$root/tests/python/test_accumulate_gpu.py"
 step "accumulate_overhead.py" 300 "${py[@]}" "$root/python/bench/accumulate_overhead.py" \
   --out "$out"
-step "accumulate_overhead.py --profile (1024)" 200 "${py[@]}" \
-  "$root/python/bench/accumulate_overhead.py" --out "$out/profile" --batches 1024 --rounds 2 \
-  --profile
+if [[ -n "${PROFILE:-}" ]]; then
+  step "accumulate_overhead.py --profile (1024)" 200 "${py[@]}" \
+    "$root/python/bench/accumulate_overhead.py" --out "$out/profile" --batches 1024 \
+    --rounds 2 --profile
+fi
+step "trail_overhead.py (reference check, overhead)" 400 "${py[@]}" \
+  "$root/python/bench/trail_overhead.py" --out "$out" --tool "$shim_dir/reduce-verify" \
+  ${PROFILE:+--profile 256} ${TRAIL_ARGS:-}
+grep -E '^(batch |trail against |wrote |tree )' "$out/log.txt" | grep -v '^tree n=' |
+  tee -a "$summary"
 for run in 1 2 3; do
   step "ddp_hook_overhead.py batch 256, run $run" 200 "${py[@]}" \
     "$root/python/bench/ddp_hook_overhead.py" --out "$out/hooks-$run" --batches 256 \
     --skip replay,recorded
 done
-step "trail_overhead.py (reference check, overhead)" 400 "${py[@]}" \
-  "$root/python/bench/trail_overhead.py" --out "$out" --tool "$shim_dir/reduce-verify" \
-  --profile 256 ${TRAIL_ARGS:-}
-grep -E '^(batch |trail against |wrote |tree )' "$out/log.txt" | grep -v '^tree n=' |
-  tee -a "$summary"
+grep -E '^batch 256:' "$out/log.txt" | tee -a "$summary"
 note "steps failed: $(grep -c 'rc=[1-9]' "$summary")"
