@@ -95,6 +95,7 @@ class PendingTree:
 
     def __init__(self, size, leaves, keep=None):
         self.size, self.leaves, self.keep = size, leaves, keep
+        self.leaf_bytes = leaves.numel()  # 16 bytes a leaf
         self.copy = None  # the StepCopy that holds its leaves on the host
         self.at = 0  # where u64_le(size) and the leaves start in that copy's buffer
 
@@ -105,11 +106,7 @@ class PendingTree:
             raise RuntimeError("PendingTree.root() before its step's copy was queued")
         self.copy.wait()
         self.leaves = self.keep = None
-        return _digest_address(self.copy.host.data_ptr() + self.at, 8 + self.size_of_leaves)
-
-    @property
-    def size_of_leaves(self):
-        return 16 * (-(-self.size // TREE_LEAF_BYTES))
+        return _digest_address(self.copy.host.data_ptr() + self.at, 8 + self.leaf_bytes)
 
 
 class StepCopy:
@@ -121,7 +118,7 @@ class StepCopy:
     def __init__(self, trees, streams):
         device = trees[0].leaves.device
         side, copy = streams
-        self.host = torch.empty(sum(8 + t.size_of_leaves for t in trees), dtype=torch.uint8,
+        self.host = torch.empty(sum(8 + t.leaf_bytes for t in trees), dtype=torch.uint8,
                                 pin_memory=True)
         copy.wait_stream(torch.cuda.current_stream(device))
         copy.wait_stream(side)
@@ -129,7 +126,7 @@ class StepCopy:
         with torch.cuda.stream(copy):
             for tree in trees:
                 ctypes.memmove(base + at, tree.size.to_bytes(8, "little"), 8)
-                count = tree.size_of_leaves
+                count = tree.leaf_bytes
                 if count:
                     self.host[at + 8:at + 8 + count].copy_(tree.leaves, non_blocking=True)
                 tree.copy, tree.at = self, at
