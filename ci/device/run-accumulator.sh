@@ -13,31 +13,13 @@
 #      (3 shuffled), 4 x 2, 8 x 1 over NCCL, one digest (and DDP float accumulation's, reported).
 #   usage: bash ci/device/run-accumulator.sh        (OUT, default /tmp/rv-accumulator-out)
 set -uo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-bundle="$root/build-device"
 out=${OUT:-/tmp/rv-accumulator-out}
-mkdir -p "$out"
-summary="$out/summary.txt"
+log=log.txt
+source "$(dirname "$0")/steps.sh"
 : >"$summary"
-export NCCL_NVLS_ENABLE=0
-# The bundle's programs need its lib/ (Debian's Gloo); torch must not see it, so the CLI the
-# Python steps call is a shim that sets it for the CLI alone (as run-ddp-hook-bench.sh does).
-bundle_env=(env "LD_LIBRARY_PATH=$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
-shim_dir=$(mktemp -d /tmp/rv-accumulator-tool.XXXXXX)
-trap 'rm -rf "$shim_dir"' EXIT
-printf '#!/bin/sh\nLD_LIBRARY_PATH="%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "%s" "$@"\n' \
-  "$bundle/lib" "$bundle/bin/reduce-verify" >"$shim_dir/reduce-verify"
-chmod +x "$shim_dir/reduce-verify"
-note() { echo "$*" | tee -a "$summary"; }
-step() {
-  local name=$1 limit=$2; shift 2
-  local started=$SECONDS
-  timeout --kill-after=5 "$limit" "$@" >>"$out/log.txt" 2>&1
-  note "$(printf '%-60s rc=%s %ss' "$name" $? $((SECONDS - started)))"
-}
 lib="$bundle/lib/libreduce_verify_c.so"
 [[ -f "$lib" ]] || lib="$root/build/capi/libreduce_verify_c.so"
-py_env=(env REDUCE_VERIFY_LIB="$lib" REDUCE_VERIFY="$shim_dir/reduce-verify"
+py_env=(env REDUCE_VERIFY_LIB="$lib" REDUCE_VERIFY="$shim"
         PYTHONPATH="$root/python:$root/tests/python" OMP_NUM_THREADS=1)
 note "machine: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)," \
   "$(nvidia-smi -L | wc -l) GPU(s); library $lib"

@@ -12,26 +12,10 @@
 #   usage: bash ci/device/run-trail.sh        (OUT, default /tmp/rv-trail-out; TRAIL_ARGS, more
 #          arguments for trail_overhead.py, e.g. "--profile 256")
 set -uo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-bundle="$root/build-device"
 out=${OUT:-/tmp/rv-trail-out}
-mkdir -p "$out"
-summary="$out/summary.txt"
+log=trail-log.txt
+source "$(dirname "$0")/steps.sh"
 : >>"$summary"
-export NCCL_NVLS_ENABLE=0
-bundle_env=(env "LD_LIBRARY_PATH=$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
-shim_dir=$(mktemp -d /tmp/rv-trail-tool.XXXXXX)
-trap 'rm -rf "$shim_dir"' EXIT
-printf '#!/bin/sh\nLD_LIBRARY_PATH="%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "%s" "$@"\n' \
-  "$bundle/lib" "$bundle/bin/reduce-verify" >"$shim_dir/reduce-verify"
-chmod +x "$shim_dir/reduce-verify"
-note() { echo "$*" | tee -a "$summary"; }
-step() {
-  local name=$1 limit=$2; shift 2
-  local started=$SECONDS
-  timeout --kill-after=5 "$limit" "$@" >>"$out/trail-log.txt" 2>&1
-  note "$(printf '%-60s rc=%s %ss' "$name" $? $((SECONDS - started)))"
-}
 lib="$bundle/lib/libreduce_verify_c.so"
 py_env=(env REDUCE_VERIFY_LIB="$lib" PYTHONPATH="$root/python" OMP_NUM_THREADS=1)
 
@@ -41,6 +25,6 @@ step "bench_cuda_exact --benchmark_filter=DigestTree" 120 "${bundle_env[@]}" \
   --benchmark_out="$out/cuda-digest-tree.json" --benchmark_out_format=json
 grep -E '^BM_DigestTree' "$out/trail-log.txt" | tee -a "$summary"
 step "trail_overhead.py (digest check, audit, overhead)" 400 "${py_env[@]}" \
-  python3 "$root/python/bench/trail_overhead.py" --out "$out" --tool "$shim_dir/reduce-verify" \
+  python3 "$root/python/bench/trail_overhead.py" --out "$out" --tool "$shim" \
   ${TRAIL_ARGS:-}
 grep -E '^(batch |tree |trail against |wrote )' "$out/trail-log.txt" | tee -a "$summary"

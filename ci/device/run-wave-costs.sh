@@ -13,31 +13,17 @@
 # scripts' JSON and profile files.
 #   usage: run(command="bash ci/device/run-wave-costs.sh", carry=["build-device"])
 set -uo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-bundle="$root/build-device"
 out=${OUT:-/tmp/rv-wave-costs}
-mkdir -p "$out"
-summary="$out/summary.txt"
+log=log.txt
+source "$(dirname "$0")/steps.sh"
 : >"$summary"
-export NCCL_NVLS_ENABLE=0 OMP_NUM_THREADS=1
-shim_dir=$(mktemp -d /tmp/rv-wave-tool.XXXXXX)
-trap 'rm -rf "$shim_dir"' EXIT
-printf '#!/bin/sh\nLD_LIBRARY_PATH="%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "%s" "$@"\n' \
-  "$bundle/lib" "$bundle/bin/reduce-verify" >"$shim_dir/reduce-verify"
-chmod +x "$shim_dir/reduce-verify"
-note() { echo "$*" | tee -a "$summary"; }
-step() {
-  local name=$1 limit=$2; shift 2
-  local started=$SECONDS
-  timeout --kill-after=5 "$limit" "$@" >>"$out/log.txt" 2>&1
-  note "$(printf '%-60s rc=%s %ss' "$name" $? $((SECONDS - started)))"
-}
+export OMP_NUM_THREADS=1
 py=(env REDUCE_VERIFY_LIB="$bundle/lib/libreduce_verify_c.so"
-    REDUCE_VERIFY="$shim_dir/reduce-verify" PYTHONPATH="$root/python:$root/tests/python" python3)
+    REDUCE_VERIFY="$shim" PYTHONPATH="$root/python:$root/tests/python" python3)
 note "machine: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
 
-step "gpu_accumulator_test" 200 env "LD_LIBRARY_PATH=$bundle/lib" "$bundle/bin/gpu_accumulator_test"
-step "bench_cuda_exact --benchmark_filter=Accumulator" 120 env "LD_LIBRARY_PATH=$bundle/lib" \
+step "gpu_accumulator_test" 200 "${bundle_env[@]}" "$bundle/bin/gpu_accumulator_test"
+step "bench_cuda_exact --benchmark_filter=Accumulator" 120 "${bundle_env[@]}" \
   "$bundle/bin/bench_cuda_exact" --benchmark_filter=Accumulator --benchmark_repetitions=3 \
   --benchmark_counters_tabular=true --benchmark_out="$out/cuda-accumulator.json" \
   --benchmark_out_format=json
@@ -52,7 +38,7 @@ if [[ -n "${PROFILE:-}" ]]; then
     --rounds 2 --profile
 fi
 step "trail_overhead.py (reference check, overhead)" 400 "${py[@]}" \
-  "$root/python/bench/trail_overhead.py" --out "$out" --tool "$shim_dir/reduce-verify" \
+  "$root/python/bench/trail_overhead.py" --out "$out" --tool "$shim" \
   ${PROFILE:+--profile 256} ${TRAIL_ARGS:-}
 grep -E '^(batch |trail against |wrote |tree )' "$out/log.txt" | grep -v '^tree n=' |
   tee -a "$summary"
