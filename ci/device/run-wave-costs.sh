@@ -7,8 +7,9 @@
 #      1024, 4096;
 #   3. trail_overhead.py: the trail against the host reference's digests, then its overhead
 #      at batch 256, 1024, 4096;
-#   4. ddp_hook_overhead.py at batch 256, three runs (the hooks' host cost).
-# PROFILE=1 adds torch.profiler tables (accumulator at 1024, trail at 256).
+#   4. ddp_hook_overhead.py, three runs (the hooks' host cost).
+# PROFILE=1 adds torch.profiler tables and the accumulator's phases (accumulator at 1024, trail
+# at 256 and 1024); HOOK_BATCHES (default 256) are the batches of step 4.
 # Everything lands in $OUT (default /tmp/rv-wave-costs) as summary.txt, log.txt and the
 # scripts' JSON and profile files.
 #   usage: run(command="bash ci/device/run-wave-costs.sh", carry=["build-device"])
@@ -35,17 +36,17 @@ step "accumulate_overhead.py" 300 "${py[@]}" "$root/python/bench/accumulate_over
 if [[ -n "${PROFILE:-}" ]]; then
   step "accumulate_overhead.py --profile (1024)" 200 "${py[@]}" \
     "$root/python/bench/accumulate_overhead.py" --out "$out/profile" --batches 1024 \
-    --rounds 2 --profile
+    --rounds 2 --profile --phases
 fi
 step "trail_overhead.py (reference check, overhead)" 400 "${py[@]}" \
   "$root/python/bench/trail_overhead.py" --out "$out" --tool "$shim" \
-  ${PROFILE:+--profile 256} ${TRAIL_ARGS:-}
+  ${PROFILE:+--profile 256,1024} ${TRAIL_ARGS:-}
 grep -E '^(batch |trail against |wrote |tree )' "$out/log.txt" | grep -v '^tree n=' |
   tee -a "$summary"
 for run in 1 2 3; do
-  step "ddp_hook_overhead.py batch 256, run $run" 200 "${py[@]}" \
-    "$root/python/bench/ddp_hook_overhead.py" --out "$out/hooks-$run" --batches 256 \
-    --skip replay,recorded
+  step "ddp_hook_overhead.py batch ${HOOK_BATCHES:-256}, run $run" 200 "${py[@]}" \
+    "$root/python/bench/ddp_hook_overhead.py" --out "$out/hooks-$run" \
+    --batches "${HOOK_BATCHES:-256}" --skip replay,recorded
 done
-grep -E '^batch 256:' "$out/log.txt" | tee -a "$summary"
+grep -E '^batch [0-9]+:' "$out/log.txt" | tee -a "$summary"
 note "steps failed: $(grep -c 'rc=[1-9]' "$summary")"
