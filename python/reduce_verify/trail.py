@@ -17,6 +17,7 @@ before by hash, so an edited, reordered or truncated trail is found and named by
 Every rank keeps the same chain head (they all see the gathered digests), so any rank's
 state_dict() resumes the chain."""
 
+import concurrent.futures
 import ctypes
 import json
 import pathlib
@@ -264,6 +265,7 @@ class Trail:
         self._pending = None  # the last step, while its GPU digests are still on their way
         self._cuda_streams = {}  # device → (side stream, copy stream)
         self._gather_group = None  # a Gloo group beside an NCCL one, for the digests
+        self._hasher = None  # the worker thread that hashes a deferred step's roots
 
     # --- the hooks ---------------------------------------------------------------------
     def wrap(self, hook, name=None):
@@ -381,12 +383,20 @@ class Trail:
         step = _StepDigests(self.step, [(index, numel) for index, (numel, _, _) in buckets],
                             digests, sum(p.numel() for p in parameters),
                             self.optimizer_state and optimizer is not None)
+        if step.deferred:
+            step.start(self._worker())
         previous, self._pending = self._pending, step if step.deferred else None
         if previous is not None:
             self._write(previous)
         if not step.deferred:
             self._write(step)
         self.step += 1
+
+    def _worker(self):
+        if self._hasher is None:
+            self._hasher = concurrent.futures.ThreadPoolExecutor(
+                max_workers=1, thread_name_prefix="reduce-verify-trail")
+        return self._hasher
 
     def _flush(self):
         """Writes the step whose GPU digests were still pending."""
@@ -509,6 +519,9 @@ class Trail:
         if self._file is not None:
             self._file.close()
             self._file = None
+        if self._hasher is not None:
+            self._hasher.shutdown()
+            self._hasher = None
 
     # --- checkpoints -------------------------------------------------------------------
     def state_dict(self):
@@ -553,14 +566,24 @@ def _optimizer_tensors(optimizer):
 
 class _StepDigests:
     """One step's digests, some perhaps PendingTrees whose leaves are still being hashed or
-    copied to the host; deferred when any is, and then finished a step later."""
+    copied to the host; deferred when any is, and then finished a step later. A deferred step's
+    roots are hashed on the trail's worker thread (start), beside the next step's host work:
+    the wait for the copy and XXH3 over the leaves (a few MB a step) release the GIL."""
 
     def __init__(self, step, buckets, digests, parameters, optimizer):
         self.step, self.buckets, self.digests = step, buckets, digests
         self.parameters, self.optimizer = parameters, optimizer
         self.deferred = any(isinstance(d, PendingTree) for d in digests)
+        self._roots = None  # the worker's Future of the finished digests
+
+    def start(self, worker):
+        self._roots = worker.submit(self._finished)
+
+    def _finished(self):
+        return [d.root() if isinstance(d, PendingTree) else d for d in self.digests]
 
     def finish(self):
-        """The 16-byte digests, waiting for the copies where they are not done yet."""
-        self.digests = [d.root() if isinstance(d, PendingTree) else d for d in self.digests]
+        """The 16-byte digests, waiting for the copies (or the worker) where not done yet."""
+        self.digests = self._roots.result() if self._roots is not None else self._finished()
+        self._roots = None
         return self.digests

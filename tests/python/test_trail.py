@@ -14,6 +14,7 @@ step: exit 1, "the bucket layouts differ" at step 1. A W = 2 trail against a W
 file: exit 2 naming the file and record. The digest tree against xxh128sum (the independent
 reference) and the test vectors of docs/DESIGN.md §12."""
 
+import concurrent.futures
 import json
 import os
 import pathlib
@@ -95,6 +96,40 @@ class DigestTree(unittest.TestCase):
         finished = trail.finish_trees([b"k" * 16] + pending)
         self.assertEqual(finished[0], b"k" * 16)
         self.assertEqual(finished[1:], [trail.tree_digest(t) for t in values])
+
+    def test_a_deferred_step_finishes_on_the_worker_to_the_reference(self):
+        # A GPU step's roots are hashed on the trail's worker thread from its step copy's host
+        # buffer (u64_le(size) then the leaves, tree after tree); here the copy is a host one.
+        values = [vector_values(n) for n in (0, 1, 40000, 1025)]
+        layout, trees = bytearray(), []
+        for tensor in values:
+            raw = tensor.numpy().tobytes()
+            raw += bytes(-len(raw) % trail.TREE_LEAF_BYTES)
+            leaves = b"".join(trail.digest_bytes(raw[at:at + trail.TREE_LEAF_BYTES])
+                              for at in range(0, len(raw), trail.TREE_LEAF_BYTES))
+            tree = trail.PendingTree(tensor.numel() * 4,
+                                     torch.zeros(len(leaves), dtype=torch.uint8))
+            tree.at = len(layout)
+            layout += (tensor.numel() * 4).to_bytes(8, "little") + leaves
+            trees.append(tree)
+
+        class HostCopy:
+            host = torch.frombuffer(layout, dtype=torch.uint8)
+            waits = 0
+
+            def wait(self):
+                HostCopy.waits += 1
+
+        for tree in trees:
+            tree.copy = HostCopy()
+        step = trail._StepDigests(0, [], [b"k" * 16] + trees, 0, False)
+        self.assertTrue(step.deferred)
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as worker:
+            step.start(worker)
+            finished = step.finish()
+        self.assertEqual(finished[0], b"k" * 16)
+        self.assertEqual(finished[1:], [trail.tree_digest(t) for t in values])
+        self.assertEqual(HostCopy.waits, len(trees))
 
     def test_chain_vector_shared_with_the_audit(self):
         # tests/audit/trail_file_test.cc holds the same value.
