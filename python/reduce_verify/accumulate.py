@@ -153,6 +153,7 @@ class ExactGradAccumulator:
         # device is past the adds, and are let go before that pass's backward makes new ones.
         self._held = None
         self._forward_hook = None
+        self._agreement_words = None  # _agreement_buffer()
         if self._device.type == "cuda" and isinstance(model, torch.nn.Module):
             this = weakref.ref(self)
 
@@ -259,6 +260,16 @@ class ExactGradAccumulator:
         del added
         self._local_micro_batches += 1
 
+    def _agreement_buffer(self):
+        """The host buffer of this accumulator's agreement words, made once and reused: a new
+        one every step (megabytes for a large model) costs its page faults on the host while
+        the GPU waits for the plan."""
+        if self._agreement_words is None:
+            size = _c.c_size_t()
+            _library.check(_lib().rv_accumulator_agreement_size(self._handle, _c.byref(size)))
+            self._agreement_words = torch.empty(size.value, dtype=torch.int64)
+        return self._agreement_words
+
     def _comm_device(self):
         if dist.is_initialized() and dist.get_backend(self._group) == "nccl":
             return torch.device("cuda", torch.cuda.current_device())
@@ -334,9 +345,7 @@ def _reduce(accumulators, mean_over, op, world, all_reduce, combine=None):
     words = []
     for acc in accumulators:
         acc._resolve()
-        size = _c.c_size_t()
-        _library.check(lib.rv_accumulator_agreement_size(acc._handle, _c.byref(size)))
-        mine = torch.empty(size.value, dtype=torch.int64)
+        mine = acc._agreement_buffer()
         # mean_over None: the count is known only after the sum, so the header agrees on 0.
         _library.check(lib.rv_accumulator_agreement_words(
             acc._handle, acc._layout, c_op, mean_over or 0, mine.data_ptr(), acc._stream()))
@@ -344,9 +353,12 @@ def _reduce(accumulators, mean_over, op, world, all_reduce, combine=None):
     # Round 1: the header alone (every rank sends the same 10 words, whatever its length).
     header = combine([w[:_HEADER_WORDS].clone() for w in words], dist.ReduceOp.MAX).cpu()
     first._check_header(header.tolist())
-    # Round 2: the windows.
-    agreed = torch.cat([header, combine([w[_HEADER_WORDS:].clone() for w in words],
-                                        dist.ReduceOp.MAX).cpu()])
+    # Round 2: the windows. A world of one agrees with itself: its own words, as they are.
+    if world == 1 and len(accumulators) == 1:
+        agreed = words[0]
+    else:
+        agreed = torch.cat([header, combine([w[_HEADER_WORDS:].clone() for w in words],
+                                            dist.ReduceOp.MAX).cpu()])
     digits = []
     for acc in accumulators:
         digit_words = _c.c_size_t()
