@@ -1,7 +1,6 @@
 // The C ABI's exact gradient accumulator (reduce_verify_c.h, rv_accumulator_*): the entry
 // points' checks, and the host implementation over rv::ExactAccumulator.
 #include <memory>
-#include <optional>
 #include <vector>
 
 #include "capi/accumulator_handle.h"
@@ -34,7 +33,7 @@ class HostAccumulator final : public rv_accumulator {
   void end_micro_batch() override { accumulator_.end_micro_batch(); }
   void clear(void*) override {
     accumulator_.clear();
-    plan_.reset();
+    planned_ = false;  // plan_ keeps its storage for the next step's plan
   }
   std::size_t agreement_size() const override { return accumulator_.agreement_size(); }
   void agreement_words(std::int64_t layout, rv::Op op, std::uint64_t mean_over, std::int64_t* words,
@@ -42,8 +41,10 @@ class HostAccumulator final : public rv_accumulator {
     accumulator_.agreement_words(layout, op, mean_over, words);
   }
   std::size_t plan(const std::int64_t* agreed, std::uint32_t world) override {
-    plan_ = accumulator_.plan(agreed, world);
-    return plan_->words;
+    planned_ = false;  // until plan_ is whole again
+    accumulator_.plan_into(agreed, world, plan_);
+    planned_ = true;
+    return plan_.words;
   }
   void export_digits(std::int64_t* words, void*) override {
     accumulator_.export_digits(planned(), words);
@@ -68,11 +69,12 @@ class HostAccumulator final : public rv_accumulator {
 
  private:
   const rv::AccumulatorPlan& planned() const {
-    if (!plan_) throw InputError("no plan yet: call rv_accumulator_plan with the agreed words");
-    return *plan_;
+    if (!planned_) throw InputError("no plan yet: call rv_accumulator_plan with the agreed words");
+    return plan_;
   }
   rv::ExactAccumulator accumulator_;
-  std::optional<rv::AccumulatorPlan> plan_;
+  rv::AccumulatorPlan plan_;  // the last plan (its storage reused), valid while planned_
+  bool planned_ = false;
   std::vector<float> widened_;  // a half-precision add's values as binary32, reused
 };
 

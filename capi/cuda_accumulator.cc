@@ -7,7 +7,6 @@
 // finish rounds each exact sum once, directly to the dtype, which only the host's rounding
 // does yet: the summed words are copied to the host, rounded there under the same plan, and
 // the results copied back.
-#include <optional>
 #include <vector>
 
 #include "capi/accumulator_handle.h"
@@ -54,7 +53,6 @@ class DeviceAccumulator final : public rv_accumulator {
   void clear(void* stream) override {
     accumulator_.clear(stream);  // waits for the pending adds' streams
     widened_.clear();
-    host_plan_.reset();
   }
   std::size_t agreement_size() const override { return accumulator_.agreement_size(); }
   void agreement_words(std::int64_t layout, Op op, std::uint64_t mean_over, std::int64_t* words,
@@ -65,9 +63,6 @@ class DeviceAccumulator final : public rv_accumulator {
   std::size_t plan(const std::int64_t* agreed, std::uint32_t world) override {
     const std::size_t words = accumulator_.plan(agreed, world);
     widened_.clear();
-    // The device accumulator's plan is its host accumulator's plan of the same agreed words
-    // (it depends on them, the length and W only): the layout of the summed words.
-    host_plan_ = accumulator_.host().plan(agreed, world);
     return words;
   }
   void export_digits(std::int64_t* words, void* stream) override {
@@ -79,17 +74,17 @@ class DeviceAccumulator final : public rv_accumulator {
       accumulator_.finish(summed, op, mean_over, static_cast<float*>(out), stream);
       return;
     }
-    if (!host_plan_)
-      throw InputError("no plan yet: call rv_accumulator_plan with the agreed words");
+    // The layout of the summed words: the device accumulator's plan (its host accumulator's
+    // plan of the agreed words).
+    const AccumulatorPlan& plan = accumulator_.planned();
     const cuda_detail::ScopedDevice scope(accumulator_.device());
     const cudaStream_t s = as_stream(stream);
-    std::vector<std::int64_t> words(host_plan_->words);
+    std::vector<std::int64_t> words(plan.words);
     RV_CUDA_CHECK(cudaMemcpyAsync(words.data(), summed, words.size() * sizeof(std::int64_t),
                                   cudaMemcpyDeviceToHost, s));
     RV_CUDA_CHECK(cudaStreamSynchronize(s));
     std::vector<float> results(count());
-    finish_accumulated(*host_plan_, words.data(), op, mean_over, results.size(), results.data(),
-                       dtype);
+    finish_accumulated(plan, words.data(), op, mean_over, results.size(), results.data(), dtype);
     std::vector<unsigned char> bytes(results.size() * dtype_bytes(dtype));
     narrow_into(results.data(), results.size(), dtype, bytes.data());  // exact: values of it
     RV_CUDA_CHECK(cudaMemcpyAsync(out, bytes.data(), bytes.size(), cudaMemcpyHostToDevice, s));
@@ -105,7 +100,6 @@ class DeviceAccumulator final : public rv_accumulator {
   // Declared before the accumulator, so destroyed after it: no pending add outlives its copy.
   std::vector<DeviceBuffer> widened_;
   CudaAccumulator accumulator_;
-  std::optional<AccumulatorPlan> host_plan_;
 };
 
 }  // namespace

@@ -83,7 +83,7 @@ void CudaAccumulator::clear(void* cuda_stream) {
   states_fresh_ = false;
   residence_host_.assign(blocks_, kOnDevice);
   host_.clear();
-  plan_.reset();
+  planned_ = false;  // plan_ keeps its storage for the next step's plan
   plan_uploaded_ = false;
 }
 
@@ -238,13 +238,15 @@ void CudaAccumulator::agreement_words(std::int64_t layout, Op op, std::uint64_t 
 std::size_t CudaAccumulator::plan(const std::int64_t* agreed, std::uint32_t world) {
   settle();
   const cuda_detail::ScopedDevice scope(device_);
-  plan_ = host_.plan(agreed, world);
+  planned_ = false;  // until plan_ is whole again
+  host_.plan_into(agreed, world, plan_);
+  planned_ = true;
   kind_host_.resize(blocks_);
-  std::vector<std::uint64_t> offsets(blocks_);
+  offset_host_.resize(blocks_);
   for (std::size_t b = 0; b < blocks_; ++b) {
-    const bool general = plan_->special[b] != 0 || plan_->limbs[b] > 1;
-    kind_host_[b] = general ? kSkip : plan_->limbs[b] == 0 ? kZero : kOneLimb;
-    offsets[b] = plan_->offset[b];
+    const bool general = plan_.special[b] != 0 || plan_.limbs[b] > 1;
+    kind_host_[b] = general ? kSkip : plan_.limbs[b] == 0 ? kZero : kOneLimb;
+    offset_host_[b] = plan_.offset[b];
   }
   download_states(nullptr);
   for (std::size_t b = 0; b < blocks_; ++b) {
@@ -255,9 +257,8 @@ std::size_t CudaAccumulator::plan(const std::int64_t* agreed, std::uint32_t worl
       RV_CUDA_CHECK(cudaMemcpy(state().residence + b, &on_host, 4, cudaMemcpyHostToDevice));
     }
   }
-  offset_host_ = std::move(offsets);
   plan_uploaded_ = false;  // export_digits uploads it on its stream, without a wait
-  return plan_->words;
+  return plan_.words;
 }
 
 void CudaAccumulator::upload_plan(void* cuda_stream) {
@@ -265,7 +266,7 @@ void CudaAccumulator::upload_plan(void* cuda_stream) {
   const cudaStream_t stream = as_stream(cuda_stream);
   RV_CUDA_CHECK(cudaMemcpyAsync(plan_kind_.data(), kind_host_.data(), blocks_,
                                 cudaMemcpyHostToDevice, stream));
-  RV_CUDA_CHECK(cudaMemcpyAsync(plan_bottom_.data(), plan_->bottom.data(), blocks_ * 4,
+  RV_CUDA_CHECK(cudaMemcpyAsync(plan_bottom_.data(), plan_.bottom.data(), blocks_ * 4,
                                 cudaMemcpyHostToDevice, stream));
   RV_CUDA_CHECK(cudaMemcpyAsync(plan_offset_.data(), offset_host_.data(), blocks_ * 8,
                                 cudaMemcpyHostToDevice, stream));
@@ -273,7 +274,7 @@ void CudaAccumulator::upload_plan(void* cuda_stream) {
 }
 
 void CudaAccumulator::export_digits(std::int64_t* d_words, void* cuda_stream) {
-  if (!plan_) throw InputError("CudaAccumulator: export before plan");
+  if (!planned_) throw InputError("CudaAccumulator: export before plan");
   const cuda_detail::ScopedDevice scope(device_);
   const cudaStream_t stream = as_stream(cuda_stream);
   // Copies from pageable host memory to the device return once the source is staged (CUDA's
@@ -284,11 +285,11 @@ void CudaAccumulator::export_digits(std::int64_t* d_words, void* cuda_stream) {
   for (std::size_t b = 0; b < blocks_; ++b) {
     if (residence_host_[b] == kOnDevice) continue;
     const std::size_t words =
-        static_cast<std::size_t>(plan_->limbs[b] + plan_->special[b]) * block_elements(count_, b);
+        static_cast<std::size_t>(plan_.limbs[b] + plan_.special[b]) * block_elements(count_, b);
     if (words == 0) continue;
     staging.assign(words, 0);
-    host_.export_block(*plan_, b, staging.data());
-    RV_CUDA_CHECK(cudaMemcpyAsync(d_words + plan_->offset[b], staging.data(), words * 8,
+    host_.export_block(plan_, b, staging.data());
+    RV_CUDA_CHECK(cudaMemcpyAsync(d_words + plan_.offset[b], staging.data(), words * 8,
                                   cudaMemcpyHostToDevice, stream));
   }
   launch_accumulator_export(state(), device_plan(), d_words, cuda_stream);
@@ -296,7 +297,7 @@ void CudaAccumulator::export_digits(std::int64_t* d_words, void* cuda_stream) {
 
 void CudaAccumulator::finish(const std::int64_t* d_summed, Op op, std::uint64_t mean_over,
                              float* d_out, void* cuda_stream) {
-  if (!plan_) throw InputError("CudaAccumulator: finish before plan");
+  if (!planned_) throw InputError("CudaAccumulator: finish before plan");
   const bool mean = op == Op::kMean;
   if (mean && (mean_over == 0 || mean_over > exact::kMaxWorld)) {
     throw InputError(detail::concat("exact accumulator: mean_over = ", mean_over,
@@ -312,15 +313,20 @@ void CudaAccumulator::finish(const std::int64_t* d_summed, Op op, std::uint64_t 
   for (std::size_t b = 0; b < blocks_; ++b) {
     if (kind_host_[b] != kSkip) continue;
     const std::size_t n = block_elements(count_, b);
-    summed.resize(static_cast<std::size_t>(plan_->limbs[b] + plan_->special[b]) * n);
-    RV_CUDA_CHECK(cudaMemcpyAsync(summed.data(), d_summed + plan_->offset[b], summed.size() * 8,
+    summed.resize(static_cast<std::size_t>(plan_.limbs[b] + plan_.special[b]) * n);
+    RV_CUDA_CHECK(cudaMemcpyAsync(summed.data(), d_summed + plan_.offset[b], summed.size() * 8,
                                   cudaMemcpyDeviceToHost, stream));
     RV_CUDA_CHECK(cudaStreamSynchronize(stream));
-    finish_accumulated_block(*plan_, b, summed.data(), op, mean_over, count_, out.data());
+    finish_accumulated_block(plan_, b, summed.data(), op, mean_over, count_, out.data());
     RV_CUDA_CHECK(cudaMemcpyAsync(d_out + b * kBlock, out.data(), n * sizeof(float),
                                   cudaMemcpyHostToDevice, stream));
     RV_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
+}
+
+const AccumulatorPlan& CudaAccumulator::planned() const {
+  if (!planned_) throw InputError("no plan yet: call rv_accumulator_plan with the agreed words");
+  return plan_;
 }
 
 std::size_t CudaAccumulator::host_blocks() const {

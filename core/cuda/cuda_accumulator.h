@@ -8,7 +8,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <optional>
 #include <vector>
 
 #include "core/contract.h"
@@ -59,6 +58,9 @@ class CudaAccumulator {
   void finish(const std::int64_t* d_summed, Op op, std::uint64_t mean_over, float* d_out,
               void* cuda_stream);
 
+  // The plan of the last plan() (InputError before one): the layout of the summed words.
+  const AccumulatorPlan& planned() const;
+
   std::size_t host_blocks() const;
   std::size_t bytes() const;
   const ExactAccumulator& host() const { return host_; }
@@ -87,7 +89,8 @@ class CudaAccumulator {
   DeviceBuffer digits_, bottom_, magnitude_bits_, covered_, residence_, host_needed_;
   DeviceBuffer plan_kind_, plan_bottom_, plan_offset_;
   ExactAccumulator host_;
-  std::optional<AccumulatorPlan> plan_;
+  AccumulatorPlan plan_;  // the last plan (its storage reused), valid while planned_
+  bool planned_ = false;
   std::vector<std::uint32_t> residence_host_;  // a copy of residence_, kept current by add
   std::vector<std::int32_t> bottom_host_, bits_host_;
   std::vector<std::uint32_t> covered_host_;

@@ -420,6 +420,13 @@ void ExactAccumulator::block_agreement_words(std::size_t b, std::int64_t* w) con
 }
 
 AccumulatorPlan ExactAccumulator::plan(const std::int64_t* agreed, std::uint32_t world) const {
+  AccumulatorPlan plan;
+  plan_into(agreed, world, plan);
+  return plan;
+}
+
+void ExactAccumulator::plan_into(const std::int64_t* agreed, std::uint32_t world,
+                                 AccumulatorPlan& plan) const {
   const HeaderDisagreement d = find_header_disagreement(agreed);
   if (d.field != AccumulatorField::kFields) {
     throw InputError(detail::concat("the ranks' exact accumulators disagree on their ",
@@ -435,7 +442,6 @@ AccumulatorPlan ExactAccumulator::plan(const std::int64_t* agreed, std::uint32_t
     throw InputError(detail::concat("exact accumulator: a world of ", world,
                                     " ranks (1 to 2^20 are supported)"));
   }
-  AccumulatorPlan plan;
   plan.world = world;
   plan.limb_width = exact::limb_bits(world);
   const std::size_t n_blocks = blocks_.size();
@@ -464,7 +470,6 @@ AccumulatorPlan ExactAccumulator::plan(const std::int64_t* agreed, std::uint32_t
     words += (plan.limbs[b] + plan.special[b]) * block_elements(count_, b);
   }
   plan.words = words;
-  return plan;
 }
 
 void ExactAccumulator::export_digits(const AccumulatorPlan& plan, std::int64_t* words) const {

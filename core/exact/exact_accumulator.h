@@ -105,6 +105,10 @@ class ExactAccumulator {
   // Round 2: the plan every rank derives from the agreed words (InputError naming the field
   // when the header disagrees, RuntimeFailure for words no rank could have sent).
   AccumulatorPlan plan(const std::int64_t* agreed, std::uint32_t world) const;
+  // The same into `plan`, whose vectors keep their storage from one step to the next: a
+  // large model's plan is megabytes, and fresh pages each step cost the host (and a GPU
+  // waiting for the plan) their faults.
+  void plan_into(const std::int64_t* agreed, std::uint32_t world, AccumulatorPlan& plan) const;
   // plan.words int64s: this rank's digits in the agreed windows, and its micro-batch count.
   void export_digits(const AccumulatorPlan& plan, std::int64_t* words) const;
 

@@ -203,6 +203,31 @@ TEST(ExactAccumulator, ClearStartsAgain) {
             "");
 }
 
+// A plan made into the storage of an earlier one (as the C ABI's handles keep theirs from step
+// to step) is the plan made fresh: every field of every block is written again.
+TEST(ExactAccumulator, APlanIntoEarlierStorageIsTheFreshPlan) {
+  const Arenas wide = make_arenas(1, 3000, Distribution::kSpecial, 6);
+  const Arenas normal = make_arenas(1, 3000, Distribution::kNormal, 7);
+  ExactAccumulator acc(3000);
+  std::vector<std::int64_t> words(acc.agreement_size());
+  acc.add(wide[0].data(), 0, 3000);
+  acc.agreement_words(0, Op::kSum, 0, words.data());
+  AccumulatorPlan kept;
+  acc.plan_into(words.data(), 3, kept);
+  acc.clear();
+  acc.add(normal[0].data(), 0, 1500);
+  acc.agreement_words(0, Op::kSum, 0, words.data());
+  acc.plan_into(words.data(), 1, kept);
+  const AccumulatorPlan fresh = acc.plan(words.data(), 1);
+  EXPECT_EQ(kept.world, fresh.world);
+  EXPECT_EQ(kept.limb_width, fresh.limb_width);
+  EXPECT_EQ(kept.bottom, fresh.bottom);
+  EXPECT_EQ(kept.limbs, fresh.limbs);
+  EXPECT_EQ(kept.special, fresh.special);
+  EXPECT_EQ(kept.offset, fresh.offset);
+  EXPECT_EQ(kept.words, fresh.words);
+}
+
 // After a clear, a block first added over a prefix and then over all of it: the elements past
 // the prefix must start from zero again, not from what the cleared sums held (normal data, so
 // no flags and no wide block hide the digits).
