@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The wave's cost targets on one GPU in one device call (issues 18 and 20), from the
 # repository root with build-device/ (ci/device/build-bundle.sh) and the machine's python3:
-#   1. gpu_accumulator_test, the accumulator's benchmark (a copy's fraction) and
-#      tests/python/test_accumulate_gpu.py;
+#   1. gpu_accumulator_test, gpu_capi_dtype_test, digest_tree_cuda_test, the accumulator's
+#      benchmark (a copy's fraction) and tests/python/test_accumulate_gpu.py;
 #   2. accumulate_overhead.py: ExactGradAccumulator ÷ DDP's float accumulation, batch 256,
 #      1024, 4096;
 #   3. trail_overhead.py: the trail against the host reference's digests, then its overhead
@@ -24,6 +24,8 @@ py=(env REDUCE_VERIFY_LIB="$bundle/lib/libreduce_verify_c.so"
 note "machine: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
 
 step "gpu_accumulator_test" 200 "${bundle_env[@]}" "$bundle/bin/gpu_accumulator_test"
+step "gpu_capi_dtype_test" 120 "${bundle_env[@]}" "$bundle/bin/gpu_capi_dtype_test"
+step "digest_tree_cuda_test" 120 "${bundle_env[@]}" "$bundle/bin/digest_tree_cuda_test"
 step "bench_cuda_exact --benchmark_filter=Accumulator" 120 "${bundle_env[@]}" \
   "$bundle/bin/bench_cuda_exact" --benchmark_filter=Accumulator --benchmark_repetitions=3 \
   --benchmark_counters_tabular=true --benchmark_out="$out/cuda-accumulator.json" \
