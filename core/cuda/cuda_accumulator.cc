@@ -242,11 +242,9 @@ std::size_t CudaAccumulator::plan(const std::int64_t* agreed, std::uint32_t worl
   host_.plan_into(agreed, world, plan_);
   planned_ = true;
   kind_host_.resize(blocks_);
-  offset_host_.resize(blocks_);
   for (std::size_t b = 0; b < blocks_; ++b) {
     const bool general = plan_.special[b] != 0 || plan_.limbs[b] > 1;
     kind_host_[b] = general ? kSkip : plan_.limbs[b] == 0 ? kZero : kOneLimb;
-    offset_host_[b] = plan_.offset[b];
   }
   download_states(nullptr);
   for (std::size_t b = 0; b < blocks_; ++b) {
@@ -268,7 +266,9 @@ void CudaAccumulator::upload_plan(void* cuda_stream) {
                                 cudaMemcpyHostToDevice, stream));
   RV_CUDA_CHECK(cudaMemcpyAsync(plan_bottom_.data(), plan_.bottom.data(), blocks_ * 4,
                                 cudaMemcpyHostToDevice, stream));
-  RV_CUDA_CHECK(cudaMemcpyAsync(plan_offset_.data(), offset_host_.data(), blocks_ * 8,
+  // The plan's offsets are size_t, the device's uint64_t: the same 8 bytes on this ABI.
+  static_assert(sizeof(std::size_t) == sizeof(std::uint64_t));
+  RV_CUDA_CHECK(cudaMemcpyAsync(plan_offset_.data(), plan_.offset.data(), blocks_ * 8,
                                 cudaMemcpyHostToDevice, stream));
   plan_uploaded_ = true;
 }

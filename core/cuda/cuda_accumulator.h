@@ -95,7 +95,6 @@ class CudaAccumulator {
   std::vector<std::int32_t> bottom_host_, bits_host_;
   std::vector<std::uint32_t> covered_host_;
   std::vector<std::uint8_t> kind_host_;
-  std::vector<std::uint64_t> offset_host_;
   bool states_fresh_ = false;   // the *_host_ copies of the block states are current
   bool plan_uploaded_ = false;  // plan_kind_, plan_bottom_, plan_offset_ hold plan_
 };

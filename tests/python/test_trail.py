@@ -58,6 +58,15 @@ def audit(a, b, *extra):
     return done.returncode, done.stdout, done.stderr
 
 
+def host_leaves(tensor):
+    """The leaf digests of the tensor's tree, hashed on the host: what the GPU's leaves kernel
+    writes, for the tests of the host half of the GPU path."""
+    raw = tensor.numpy().tobytes()
+    raw += bytes(-len(raw) % trail.TREE_LEAF_BYTES)
+    return b"".join(trail.digest_bytes(raw[at:at + trail.TREE_LEAF_BYTES])
+                    for at in range(0, len(raw), trail.TREE_LEAF_BYTES))
+
+
 class DigestTree(unittest.TestCase):
     def xxh128sum(self, data, directory):
         path = pathlib.Path(directory) / "bytes"
@@ -86,10 +95,7 @@ class DigestTree(unittest.TestCase):
         values = [vector_values(n) for n in (0, 1, 40000)]
         pending = []
         for tensor in values:
-            raw = tensor.numpy().tobytes()
-            raw += bytes(-len(raw) % trail.TREE_LEAF_BYTES)
-            leaves = b"".join(trail.digest_bytes(raw[at:at + trail.TREE_LEAF_BYTES])
-                              for at in range(0, len(raw), trail.TREE_LEAF_BYTES))
+            leaves = host_leaves(tensor)
             pending.append(trail.PendingTree(tensor.numel() * 4,
                                              torch.frombuffer(bytearray(leaves) or bytearray(1),
                                                               dtype=torch.uint8)[:len(leaves)]))
@@ -103,10 +109,7 @@ class DigestTree(unittest.TestCase):
         values = [vector_values(n) for n in (0, 1, 40000, 1025)]
         layout, trees = bytearray(), []
         for tensor in values:
-            raw = tensor.numpy().tobytes()
-            raw += bytes(-len(raw) % trail.TREE_LEAF_BYTES)
-            leaves = b"".join(trail.digest_bytes(raw[at:at + trail.TREE_LEAF_BYTES])
-                              for at in range(0, len(raw), trail.TREE_LEAF_BYTES))
+            leaves = host_leaves(tensor)
             tree = trail.PendingTree(tensor.numel() * 4,
                                      torch.zeros(len(leaves), dtype=torch.uint8))
             tree.at = len(layout)
