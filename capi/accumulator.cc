@@ -1,6 +1,7 @@
 // The C ABI's exact gradient accumulator (reduce_verify_c.h, rv_accumulator_*): the entry
 // points' checks, and the host implementation over rv::ExactAccumulator.
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "capi/accumulator_handle.h"
@@ -61,6 +62,18 @@ class HostAccumulator final : public rv_accumulator {
     rv::finish_accumulated(planned(), summed, op, mean_over, widened.size(), widened.data(), dtype);
     rv::narrow_into(widened.data(), widened.size(), dtype, out);
   }
+  void finish_alone(rv::Op op, std::uint64_t mean_over, DType dtype, void* out,
+                    void* stream) override {
+    const rv::AccumulatorPlan& plan = planned();
+    if (plan.world != 1) {
+      throw InputError("rv_accumulator_finish_alone finishes a world of one; the plan is for " +
+                       std::to_string(plan.world) + " ranks");
+    }
+    // On the host the words cost no more than the finish reads: the general path.
+    own_words_.resize(plan.words);
+    accumulator_.export_digits(plan, own_words_.data());
+    finish(own_words_.data(), op, mean_over, dtype, out, stream);
+  }
   void footprint(std::size_t* bytes, std::size_t* wide, std::size_t* flagged) const override {
     *bytes = accumulator_.bytes();
     *wide = accumulator_.wide_blocks();
@@ -75,7 +88,8 @@ class HostAccumulator final : public rv_accumulator {
   rv::ExactAccumulator accumulator_;
   rv::AccumulatorPlan plan_;  // the last plan (its storage reused), valid while planned_
   bool planned_ = false;
-  std::vector<float> widened_;  // a half-precision add's values as binary32, reused
+  std::vector<float> widened_;           // a half-precision add's values as binary32, reused
+  std::vector<std::int64_t> own_words_;  // finish_alone's exported words, reused
 };
 
 rv_accumulator& checked(rv_accumulator* a) {
@@ -204,6 +218,18 @@ extern "C" rv_status rv_accumulator_finish_dtype(rv_accumulator* accumulator, co
     non_null(summed, "summed");
     if (a.count() != 0) non_null(out, "out");
     a.finish(summed, parsed, mean_over, type, out, cuda_stream);
+  });
+}
+
+extern "C" rv_status rv_accumulator_finish_alone(rv_accumulator* accumulator, int op,
+                                                 uint64_t mean_over, int dtype, void* out,
+                                                 void* cuda_stream) {
+  return rv::capi::guarded("rv_accumulator_finish_alone", [&] {
+    const rv::Op parsed = rv::capi::op_from_c(op);
+    const DType type = rv::capi::dtype_from_c(dtype);
+    rv_accumulator& a = checked(accumulator);
+    if (a.count() != 0) non_null(out, "out");
+    a.finish_alone(parsed, mean_over, type, out, cuda_stream);
   });
 }
 

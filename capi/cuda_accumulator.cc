@@ -7,6 +7,7 @@
 // finish rounds each exact sum once, directly to the dtype, which only the host's rounding
 // does yet: the summed words are copied to the host, rounded there under the same plan, and
 // the results copied back.
+#include <string>
 #include <vector>
 
 #include "capi/accumulator_handle.h"
@@ -89,6 +90,22 @@ class DeviceAccumulator final : public rv_accumulator {
     narrow_into(results.data(), results.size(), dtype, bytes.data());  // exact: values of it
     RV_CUDA_CHECK(cudaMemcpyAsync(out, bytes.data(), bytes.size(), cudaMemcpyHostToDevice, s));
     RV_CUDA_CHECK(cudaStreamSynchronize(s));
+  }
+  void finish_alone(Op op, std::uint64_t mean_over, DType dtype, void* out, void* stream) override {
+    if (dtype == DType::kF32) {
+      accumulator_.finish_alone(op, mean_over, static_cast<float*>(out), stream);
+      return;
+    }
+    // bf16 and f16 are rounded on the host from the words (finish): export them first.
+    const AccumulatorPlan& plan = accumulator_.planned();
+    if (plan.world != 1) {
+      throw InputError("rv_accumulator_finish_alone finishes a world of one; the plan is for " +
+                       std::to_string(plan.world) + " ranks");
+    }
+    const cuda_detail::ScopedDevice scope(accumulator_.device());
+    DeviceBuffer words(accumulator_.device(), plan.words * sizeof(std::int64_t));
+    accumulator_.export_digits(static_cast<std::int64_t*>(words.data()), stream);
+    finish(static_cast<const std::int64_t*>(words.data()), op, mean_over, dtype, out, stream);
   }
   void footprint(std::size_t* bytes, std::size_t* wide, std::size_t* flagged) const override {
     *bytes = accumulator_.bytes();

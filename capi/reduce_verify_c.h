@@ -181,6 +181,14 @@ RV_C_API rv_status rv_accumulator_finish_dtype(rv_accumulator* accumulator, cons
                                                int op, uint64_t mean_over, int dtype, void* out,
                                                void* cuda_stream);
 /* What it costs: bytes held (device and host), blocks kept wide, blocks with special flags. */
+/* A world of one, after rv_accumulator_plan with world 1 over this accumulator's own agreement
+ * words: the results rv_accumulator_finish_dtype would write from the words export_digits
+ * exports (its own sums are the world's), without them: on a device the finish reads the
+ * digits in place (binary32; bf16 and f16 take the words' path). RV_INPUT_ERROR after a plan
+ * for another world. */
+RV_C_API rv_status rv_accumulator_finish_alone(rv_accumulator* accumulator, int op,
+                                               uint64_t mean_over, int dtype, void* out,
+                                               void* cuda_stream);
 RV_C_API rv_status rv_accumulator_footprint(const rv_accumulator* accumulator, size_t* bytes,
                                             size_t* wide_blocks, size_t* flagged_blocks);
 

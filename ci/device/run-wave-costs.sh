@@ -2,7 +2,8 @@
 # The wave's cost targets on one GPU in one device call (issues 18 and 20), from the
 # repository root with build-device/ (ci/device/build-bundle.sh) and the machine's python3:
 #   1. gpu_accumulator_test, gpu_capi_dtype_test, digest_tree_cuda_test, the accumulator's
-#      benchmark (a copy's fraction) and tests/python/test_accumulate_gpu.py;
+#      benchmark (a copy's fraction), tests/python/test_accumulate_gpu.py and
+#      tests/python/test_trail_gpu.py;
 #   2. accumulate_overhead.py: ExactGradAccumulator ÷ DDP's float accumulation, batch 256,
 #      1024, 4096;
 #   3. trail_overhead.py: the trail against the host reference's digests, then its overhead
@@ -33,6 +34,8 @@ step "bench_cuda_exact --benchmark_filter=Accumulator" 120 "${bundle_env[@]}" \
 grep -E 'Accumulator.*median' "$out/log.txt" | tee -a "$summary"
 step "test_accumulate_gpu.py (3 groupings, CLI replay)" 200 \
   "${py[@]}" "$root/tests/python/test_accumulate_gpu.py"
+step "test_trail_gpu.py (stream order, delayed digests, mutant)" 300 \
+  "${py[@]}" "$root/tests/python/test_trail_gpu.py"
 step "accumulate_overhead.py" 300 "${py[@]}" "$root/python/bench/accumulate_overhead.py" \
   --out "$out"
 if [[ -n "${PROFILE:-}" ]]; then
@@ -51,4 +54,12 @@ for run in 1 2 3; do
     --batches "${HOOK_BATCHES:-256}" --skip replay,recorded
 done
 grep -E '^batch [0-9]+:' "$out/log.txt" | tee -a "$summary"
+# The device's reply brings back a limited number of files: the profile tables as one.
+if [[ -d "$out/profile" ]]; then
+  cat "$out"/profile/*.txt >"$out/accumulate-profile.txt" 2>/dev/null
+  cp "$out/profile/accumulate-overhead.json" "$out/accumulate-phases.json" 2>/dev/null
+  rm -rf "$out/profile"
+fi
+cat "$out"/hooks-*/ddp-hook-overhead.json >"$out/ddp-hook-overhead-runs.jsonl" 2>/dev/null &&
+  rm -rf "$out"/hooks-*
 note "steps failed: $(grep -c 'rc=[1-9]' "$summary")"

@@ -141,9 +141,14 @@ __global__ void export_kernel(DeviceAccumulatorState s, DeviceAccumulatorPlan p,
   if (p.kind[b] != kOneLimb || s.residence[b] != kOnDevice) return;
   const std::size_t elements =
       min(static_cast<std::size_t>(exact::kBlock), s.count - b * exact::kBlock);
-  const int shift = s.magnitude_bits[b] == 0 ? 0 : s.bottom[b] - p.bottom[b];
-  const std::int64_t* digits = s.digits + b * exact::kBlock;
   std::int64_t* out = words + p.offset[b];
+  // A block whose digits are all zero is not read: clear leaves its digits as they were.
+  if (s.magnitude_bits[b] == 0) {
+    for (std::size_t i = threadIdx.x; i < elements; i += kThreads) out[i] = 0;
+    return;
+  }
+  const int shift = s.bottom[b] - p.bottom[b];
+  const std::int64_t* digits = s.digits + b * exact::kBlock;
   for (std::size_t i = threadIdx.x; i < elements; i += kThreads) {
     out[i] = static_cast<std::int64_t>(static_cast<std::uint64_t>(digits[i]) << shift);
   }
@@ -154,15 +159,41 @@ __device__ __forceinline__ double power_of_two(int k) {
   return __longlong_as_double(static_cast<long long>(k + 1023) << 52);
 }
 
-__global__ void finish_kernel(DeviceAccumulatorPlan p, const std::int64_t* __restrict__ summed,
-                              std::size_t count, bool mean, std::uint32_t divisor,
-                              float* __restrict__ out) {
+// Where the finish reads a block's summed digits: the summed words (at the plan's offset), or,
+// in a world of one, this accumulator's own digits in place, shifted to the plan's bottom.
+struct FinishSource {
+  const std::int64_t* summed = nullptr;  // nullptr: the own digits of `own`
+  DeviceAccumulatorState own;
+
+  // The block's digits and their shift, or false where the kernel leaves the block to the
+  // host (own digits of a block that lives there). *zero: every digit is zero (not read).
+  __device__ bool block(const DeviceAccumulatorPlan& p, std::size_t b, const std::int64_t** in,
+                        int* shift, bool* zero) const {
+    if (summed != nullptr) {
+      *in = summed + p.offset[b];
+      *shift = 0;
+      *zero = false;
+      return true;
+    }
+    if (own.residence[b] != kOnDevice) return false;
+    *in = own.digits + b * exact::kBlock;
+    *zero = own.magnitude_bits[b] == 0;
+    *shift = *zero ? 0 : own.bottom[b] - p.bottom[b];
+    return true;
+  }
+};
+
+__global__ void finish_kernel(DeviceAccumulatorPlan p, FinishSource source, std::size_t count,
+                              bool mean, std::uint32_t divisor, float* __restrict__ out) {
   const std::size_t b = blockIdx.x;
   const std::uint8_t kind = p.kind[b];
   if (kind == kSkip) return;
+  const std::int64_t* in = nullptr;
+  int shift = 0;
+  bool zero = kind == kZero;
+  if (!zero && !source.block(p, b, &in, &shift, &zero)) return;
   const std::size_t elements =
       min(static_cast<std::size_t>(exact::kBlock), count - b * exact::kBlock);
-  const std::int64_t* in = summed + p.offset[b];
   const int bottom = p.bottom[b];
   // As the host's exact_round (core/exact/host_exact.cc argues both): a digit sum below 2^51
   // is an exact double; scaled by a power of two (the sum, or the mean over 2^k) it is exact
@@ -176,8 +207,8 @@ __global__ void finish_kernel(DeviceAccumulatorPlan p, const std::int64_t* __res
                                 : power_of_two(bottom - 149 - (mean ? k : 0));
   for (std::size_t i = threadIdx.x; i < elements; i += kThreads) {
     std::uint32_t r = 0;
-    if (kind != kZero) {
-      const std::int64_t d = in[i];
+    if (!zero) {
+      const auto d = static_cast<std::int64_t>(static_cast<std::uint64_t>(in[i]) << shift);
       if (d > -(std::int64_t{1} << 51) && d < (std::int64_t{1} << 51)) {
         const double v = static_cast<double>(d);  // exact
         r = __float_as_uint(
@@ -228,10 +259,24 @@ void launch_accumulator_finish(const DeviceAccumulatorPlan& plan, const std::int
                                std::size_t count, bool mean, std::uint32_t divisor, float* d_out,
                                void* cuda_stream) {
   if (plan.blocks == 0) return;
+  FinishSource source;
+  source.summed = d_summed;
   finish_kernel<<<static_cast<unsigned>(plan.blocks), kThreads, 0,
-                  static_cast<cudaStream_t>(cuda_stream)>>>(plan, d_summed, count, mean, divisor,
+                  static_cast<cudaStream_t>(cuda_stream)>>>(plan, source, count, mean, divisor,
                                                             d_out);
   RV_CUDA_CHECK_LAUNCH("accumulator finish_kernel");
+}
+
+void launch_accumulator_finish_alone(const DeviceAccumulatorState& state,
+                                     const DeviceAccumulatorPlan& plan, bool mean,
+                                     std::uint32_t divisor, float* d_out, void* cuda_stream) {
+  if (plan.blocks == 0) return;
+  FinishSource source;
+  source.own = state;
+  finish_kernel<<<static_cast<unsigned>(plan.blocks), kThreads, 0,
+                  static_cast<cudaStream_t>(cuda_stream)>>>(plan, source, state.count, mean,
+                                                            divisor, d_out);
+  RV_CUDA_CHECK_LAUNCH("accumulator finish_kernel (alone)");
 }
 
 }  // namespace rv

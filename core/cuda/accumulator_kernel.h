@@ -43,6 +43,9 @@ struct DeviceAccumulatorPlan {
 };
 
 // Every block's bottom back to exact::kNoBottom (clear), with no host buffer to keep alive.
+// Clear does not zero the digits: a block whose magnitude_bits is 0 holds zero digits whatever
+// its memory says, and no kernel reads them (the add writes the whole block when it first
+// stores a nonzero digit).
 void launch_accumulator_reset_bottoms(std::int32_t* bottom, std::size_t blocks, void* cuda_stream);
 
 // Export of the kOneLimb blocks that live on the device (the host exports the others).
@@ -55,5 +58,12 @@ void launch_accumulator_export(const DeviceAccumulatorState& state,
 void launch_accumulator_finish(const DeviceAccumulatorPlan& plan, const std::int64_t* d_summed,
                                std::size_t count, bool mean, std::uint32_t divisor, float* d_out,
                                void* cuda_stream);
+
+// A world of one: the same from this accumulator's own digits, read in place (each block's
+// digits shifted to the plan's bottom, exactly what export would have written), with no digit
+// words. kOneLimb blocks that live on the host are left to it.
+void launch_accumulator_finish_alone(const DeviceAccumulatorState& state,
+                                     const DeviceAccumulatorPlan& plan, bool mean,
+                                     std::uint32_t divisor, float* d_out, void* cuda_stream);
 
 }  // namespace rv

@@ -73,7 +73,9 @@ void CudaAccumulator::clear(void* cuda_stream) {
   pending_.clear();  // discarded with everything else
   checked_adds_ = 0;
   const cudaStream_t stream = as_stream(cuda_stream);
-  RV_CUDA_CHECK(cudaMemsetAsync(digits_.data(), 0, digits_.bytes(), stream));
+  // The digits are not zeroed (8 bytes an element of writes a step): a block whose
+  // magnitude_bits is 0 holds zero digits, and no kernel reads them
+  // (core/cuda/accumulator_kernel.h).
   RV_CUDA_CHECK(cudaMemsetAsync(magnitude_bits_.data(), 0, magnitude_bits_.bytes(), stream));
   RV_CUDA_CHECK(cudaMemsetAsync(covered_.data(), 0, covered_.bytes(), stream));
   RV_CUDA_CHECK(cudaMemsetAsync(residence_.data(), 0, residence_.bytes(), stream));
@@ -92,14 +94,17 @@ void CudaAccumulator::move_to_host(std::size_t b, void* cuda_stream) {
   std::vector<std::int64_t> digits(block_elements(count_, b));
   std::int32_t bottom = 0, bits = 0;
   std::uint32_t covered = 0;
-  RV_CUDA_CHECK(cudaMemcpyAsync(digits.data(), state().digits + b * kBlock,
-                                digits.size() * sizeof(std::int64_t), cudaMemcpyDeviceToHost,
-                                stream));
   RV_CUDA_CHECK(cudaMemcpyAsync(&bottom, state().bottom + b, 4, cudaMemcpyDeviceToHost, stream));
   RV_CUDA_CHECK(
       cudaMemcpyAsync(&bits, state().magnitude_bits + b, 4, cudaMemcpyDeviceToHost, stream));
   RV_CUDA_CHECK(cudaMemcpyAsync(&covered, state().covered + b, 4, cudaMemcpyDeviceToHost, stream));
   RV_CUDA_CHECK(cudaStreamSynchronize(stream));
+  if (bits != 0) {  // else the digits are zero, whatever the memory holds since clear
+    RV_CUDA_CHECK(cudaMemcpyAsync(digits.data(), state().digits + b * kBlock,
+                                  digits.size() * sizeof(std::int64_t), cudaMemcpyDeviceToHost,
+                                  stream));
+    RV_CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
   host_.import_block(b, bottom, bits, covered, digits.data());
   residence_host_[b] = kOnHost;
 }
@@ -318,6 +323,40 @@ void CudaAccumulator::finish(const std::int64_t* d_summed, Op op, std::uint64_t 
                                   cudaMemcpyDeviceToHost, stream));
     RV_CUDA_CHECK(cudaStreamSynchronize(stream));
     finish_accumulated_block(plan_, b, summed.data(), op, mean_over, count_, out.data());
+    RV_CUDA_CHECK(cudaMemcpyAsync(d_out + b * kBlock, out.data(), n * sizeof(float),
+                                  cudaMemcpyHostToDevice, stream));
+    RV_CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
+}
+
+void CudaAccumulator::finish_alone(Op op, std::uint64_t mean_over, float* d_out,
+                                   void* cuda_stream) {
+  if (!planned_) throw InputError("CudaAccumulator: finish before plan");
+  if (plan_.world != 1) {
+    throw InputError(detail::concat("finish_alone finishes a world of one; the plan is for ",
+                                    plan_.world, " ranks (their summed words: finish)"));
+  }
+  const bool mean = op == Op::kMean;
+  if (mean && (mean_over == 0 || mean_over > exact::kMaxWorld)) {
+    throw InputError(detail::concat("exact accumulator: mean_over = ", mean_over,
+                                    " (a mean over 1 to 2^20 addends)"));
+  }
+  const cuda_detail::ScopedDevice scope(device_);
+  const cudaStream_t stream = as_stream(cuda_stream);
+  upload_plan(stream);
+  launch_accumulator_finish_alone(state(), device_plan(), mean,
+                                  static_cast<std::uint32_t>(mean ? mean_over : 1), d_out,
+                                  cuda_stream);
+  // The blocks that live on the host (every kSkip block does since plan): their words as
+  // export_digits would write them, finished there.
+  std::vector<std::int64_t> words;
+  std::vector<float> out(kBlock);
+  for (std::size_t b = 0; b < blocks_; ++b) {
+    if (residence_host_[b] == kOnDevice || kind_host_[b] == kZero) continue;
+    const std::size_t n = block_elements(count_, b);
+    words.assign(static_cast<std::size_t>(plan_.limbs[b] + plan_.special[b]) * n, 0);
+    host_.export_block(plan_, b, words.data());
+    finish_accumulated_block(plan_, b, words.data(), op, mean_over, count_, out.data());
     RV_CUDA_CHECK(cudaMemcpyAsync(d_out + b * kBlock, out.data(), n * sizeof(float),
                                   cudaMemcpyHostToDevice, stream));
     RV_CUDA_CHECK(cudaStreamSynchronize(stream));

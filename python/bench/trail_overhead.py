@@ -121,11 +121,26 @@ def _hook_and_state(hook):
     return fixed_order_hook, HookState()
 
 
+def _delay_digests(trail, cycles=2_000_000):
+    """Every digest the trail enqueues first waits about a millisecond of GPU time on the
+    stream it is enqueued on: a missing wait between the trail's streams and the training's
+    would let the training overwrite what is still to be hashed (or use a result before the
+    hook's work), and the check below would see another digest or other parameters."""
+    for name in ("_digest", "_digest_many"):
+        original = getattr(trail, name)
+
+        def delayed(*args, original=original, **kwargs):
+            torch.cuda._sleep(cycles)
+            return original(*args, **kwargs)
+        setattr(trail, name, delayed)
+
+
 def reference_check(device, scratch, steps=3, size=64):
     """A short run's trail (many small buckets) against the host reference's digests of the
     same run, computed synchronously from host copies: every bucket's input and result and
     the parameters, step by step, for each hook. The trail hashes on a side stream beside the
-    backward pass; this is where an ordering mistake would show."""
+    backward pass and the next step's forward; this is where an ordering mistake would show,
+    and every digest is delayed on the GPU so that one would."""
     rows = []
     for hook in ("allreduce_hook", "fixed_order_hook", "halve_hook"):
         expected = []
@@ -139,6 +154,8 @@ def reference_check(device, scratch, steps=3, size=64):
             if with_trail:
                 path = pathlib.Path(scratch) / f"reference-{hook}.trail"
                 trail = reduce_verify.Trail(path, digest="tree")
+                if device.type == "cuda":
+                    _delay_digests(trail)
                 ddp.register_comm_hook(state, trail.wrap(function))
             else:
                 def reference(state, bucket, function=function):
@@ -159,7 +176,9 @@ def reference_check(device, scratch, steps=3, size=64):
                 torch.nn.functional.mse_loss(ddp(x), y).backward()
                 optimizer.step()
                 if trail is not None:
-                    trail.end_step(model.parameters())
+                    # With the optimizer: the parameters are hashed on the side stream, and
+                    # the next step's optimizer waits for it.
+                    trail.end_step(model.parameters(), optimizer)
                 else:
                     params = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
                     expected.append({"buckets": dict(current),

@@ -59,6 +59,8 @@ _SIGNATURES = {
                               _c.c_void_p],
     "rv_accumulator_finish_dtype": [_c.c_void_p, _c.c_void_p, _c.c_int, _c.c_uint64, _c.c_int,
                                     _c.c_void_p, _c.c_void_p],
+    "rv_accumulator_finish_alone": [_c.c_void_p, _c.c_int, _c.c_uint64, _c.c_int, _c.c_void_p,
+                                    _c.c_void_p],
     "rv_accumulator_footprint": [_c.c_void_p, _c.c_void_p, _c.c_void_p, _c.c_void_p],
     "rv_accumulator_end_micro_batch_deferred": [_c.c_void_p],
     "rv_accumulator_resolve": [_c.c_void_p],
@@ -354,7 +356,8 @@ def _reduce(accumulators, mean_over, op, world, all_reduce, combine=None):
     header = combine([w[:_HEADER_WORDS].clone() for w in words], dist.ReduceOp.MAX).cpu()
     first._check_header(header.tolist())
     # Round 2: the windows. A world of one agrees with itself: its own words, as they are.
-    if world == 1 and len(accumulators) == 1:
+    alone = world == 1 and len(accumulators) == 1
+    if alone:
         agreed = words[0]
     else:
         agreed = torch.cat([header, combine([w[_HEADER_WORDS:].clone() for w in words],
@@ -364,17 +367,18 @@ def _reduce(accumulators, mean_over, op, world, all_reduce, combine=None):
         digit_words = _c.c_size_t()
         _library.check(lib.rv_accumulator_plan(acc._handle, agreed.data_ptr(), world,
                                                _c.byref(digit_words)))
+        if alone:
+            break  # its own sums are the world's: finished in place, no digit words
         mine = torch.empty(digit_words.value, dtype=torch.int64, device=acc._device)
         _library.check(lib.rv_accumulator_export_digits(acc._handle, mine.data_ptr(),
                                                         acc._stream()))
         digits.append(mine)
-    # Round 3: the digits.
-    summed = combine(digits, dist.ReduceOp.SUM).to(first._device)
-    if world == 1 and len(accumulators) == 1:
-        # Word 0 is this rank's count, written by export_digits: read on the host, the GPU's
-        # queue goes on without a wait.
+    if alone:
+        summed = None
         total = first._local_micro_batches
     else:
+        # Round 3: the digits.
+        summed = combine(digits, dist.ReduceOp.SUM).to(first._device)
         total = int(summed[0].item())
     divisor = mean_over if mean_over is not None else total
     if op == "mean" and divisor == 0:
@@ -389,10 +393,15 @@ def _reduce(accumulators, mean_over, op, world, all_reduce, combine=None):
     outs = {}
     for dtype in {p.dtype for _, p in first._params}:
         out = torch.empty(first.count, dtype=dtype, device=first._device)
-        _library.check(lib.rv_accumulator_finish_dtype(first._handle, summed.data_ptr(), c_op,
-                                                       divisor if op == "mean" else 0,
-                                                       dtype_code(dtype), out.data_ptr(),
-                                                       first._stream()))
+        mean_count = divisor if op == "mean" else 0
+        if summed is None:
+            _library.check(lib.rv_accumulator_finish_alone(first._handle, c_op, mean_count,
+                                                           dtype_code(dtype), out.data_ptr(),
+                                                           first._stream()))
+        else:
+            _library.check(lib.rv_accumulator_finish_dtype(first._handle, summed.data_ptr(),
+                                                           c_op, mean_count, dtype_code(dtype),
+                                                           out.data_ptr(), first._stream()))
         outs[dtype] = out
     for (_, p), offset in zip(first._params, first._offsets):
         p.grad = outs[p.dtype][offset:offset + p.numel()].view_as(p)

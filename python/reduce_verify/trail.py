@@ -22,6 +22,7 @@ import ctypes
 import json
 import pathlib
 import threading
+import weakref
 
 import torch
 import torch.distributed as dist
@@ -266,6 +267,7 @@ class Trail:
         self._cuda_streams = {}  # device → (side stream, copy stream)
         self._gather_group = None  # a Gloo group beside an NCCL one, for the digests
         self._hasher = None  # the worker thread that hashes a deferred step's roots
+        self._guarded_optimizers = {}  # id → weakref of the optimizers whose step waits
 
     # --- the hooks ---------------------------------------------------------------------
     def wrap(self, hook, name=None):
@@ -279,35 +281,51 @@ class Trail:
             side = self._side_stream(buffer)
             if side is None:
                 input_digest = self._digest(buffer)
+
+                def after(done):
+                    value = done.value()
+                    result = value[0] if isinstance(value, (list, tuple)) else value
+                    self._record_bucket(index, buffer, input_digest, self._digest(result))
+                    return result
+
+                return hook(state, bucket).then(after)
+            # On a GPU the bucket is hashed, and the hook runs, on the trail's side stream
+            # behind the bucket's gradients: the rest of the backward pass goes on beside them,
+            # and the hook's collective (which waits for the stream current when it is called)
+            # still reads the buffer only once its input digest is taken.
+            side.wait_stream(torch.cuda.current_stream(buffer.device))
+            with torch.cuda.stream(side):
+                input_digest = self._digest(buffer)
                 future = hook(state, bucket)
-            else:
-                # On a GPU the bucket is hashed, and the hook runs, on the trail's side stream
-                # behind the bucket's gradients: the rest of the backward pass goes on beside
-                # them, and the hook's collective (which waits for the stream current when it
-                # is called) still reads the buffer only once its input digest is taken.
-                # DDP waits for the returned future before it uses the result.
-                side.wait_stream(torch.cuda.current_stream(buffer.device))
-                with torch.cuda.stream(side):
-                    input_digest = self._digest(buffer)
-                    future = hook(state, bucket)
+            # The result is hashed on the side stream too, and DDP gets a future completed
+            # there: DDP's wait at the end of the backward pass orders its use of the result
+            # behind the hook's work and the digest, while the backward pass runs beside them
+            # (a hook's completed plain future, torch's noop hook's or fixed_order_hook's,
+            # would otherwise run this callback on the compute stream).
+            reduced = torch.futures.Future(devices=[buffer.device])
 
-            def after(done):
-                value = done.value()
-                result = value[0] if isinstance(value, (list, tuple)) else value
-                if side is not None:
-                    # A hook may return a completed plain future (torch's noop hook does)
-                    # for work it queued on the side stream: the stream this callback runs
-                    # on, which DDP orders its use of the result behind, waits for it.
-                    torch.cuda.current_stream(result.device).wait_stream(side)
-                result_digest = self._digest(result)
-                with self._lock:
-                    self._buckets[index] = [buffer.numel(), input_digest, result_digest]
-                return result
+            def after_on_side(done):
+                try:
+                    value = done.value()
+                    result = value[0] if isinstance(value, (list, tuple)) else value
+                    # Behind the stream this callback runs on (which waited for the hook's
+                    # future) and the hook's own work on the side stream.
+                    side.wait_stream(torch.cuda.current_stream(result.device))
+                    with torch.cuda.stream(side):
+                        self._record_bucket(index, buffer, input_digest, self._digest(result))
+                        reduced.set_result(result)  # its event is recorded on the side stream
+                except Exception as error:  # DDP's wait raises it
+                    reduced.set_exception(error)
 
-            return future.then(after)
+            future.then(after_on_side)
+            return reduced
 
         trail_hook.__name__ = trail_hook.__qualname__ = f"trail({self.hooks[-1]})"
         return trail_hook
+
+    def _record_bucket(self, index, buffer, input_digest, result_digest):
+        with self._lock:
+            self._buckets[index] = [buffer.numel(), input_digest, result_digest]
 
     def _digest(self, tensor):
         """16 bytes, or a PendingTree whose leaves are on their way to the host (CUDA
@@ -368,13 +386,19 @@ class Trail:
         state), gathers every rank's digests (two all_gathers of fixed-size records) and
         appends the step's record (rank 0). Where digests are computed on a GPU, the record is
         written at the next end_step (or state_dict(), close()): this step's leaves are copied
-        to the host behind its work, and the host never waits for the step it just enqueued."""
+        to the host behind its work, and the host never waits for the step it just enqueued.
+        Given the optimizer (torch 2.x), the parameters are hashed on the trail's side stream
+        beside the next forward pass, and the optimizer's next step waits for that (a step
+        pre-hook): code that writes parameters outside the optimizer before its next step
+        passes no optimizer here (docs/DESIGN.md §12, Streams)."""
         parameters = [p.detach() for p in parameters]
-        digests = [self._digest_many(parameters)]
-        if self.optimizer_state and optimizer is not None:
-            digests.append(self._digest_many(_optimizer_tensors(optimizer), parameters))
+        side = self._parameter_stream(parameters, optimizer)
+        if side is None:
+            digests = self._parameter_digests(parameters, optimizer)
         else:
-            digests.append(bytes(16))
+            side.wait_stream(torch.cuda.current_stream(parameters[0].device))
+            with torch.cuda.stream(side):
+                digests = self._parameter_digests(parameters, optimizer)
         with self._lock:
             buckets, self._buckets = sorted(self._buckets.items()), {}
         for _, (_, input_digest, result_digest) in buckets:
@@ -391,6 +415,45 @@ class Trail:
         if not step.deferred:
             self._write(step)
         self.step += 1
+
+    def _parameter_digests(self, parameters, optimizer):
+        digests = [self._digest_many(parameters)]
+        if self.optimizer_state and optimizer is not None:
+            digests.append(self._digest_many(_optimizer_tensors(optimizer), parameters))
+        else:
+            digests.append(bytes(16))
+        return digests
+
+    def _parameter_stream(self, parameters, optimizer):
+        """The side stream where the parameters (and the optimizer's state) may be hashed
+        beside the next step's forward pass, else None (the compute stream): only on one GPU,
+        with the tree kind, and with an optimizer whose step can be made to wait for the side
+        stream first (a step pre-hook, torch >= 2.0): its next step writes what is read."""
+        if not parameters or optimizer is None or \
+                not hasattr(optimizer, "register_step_pre_hook"):
+            return None
+        device = parameters[0].device
+        if any(p.device != device for p in parameters) or self._side_stream(parameters[0]) is None:
+            return None
+        guarded = self._guarded_optimizers.get(id(optimizer))
+        if guarded is None or guarded() is not optimizer:
+            trail = weakref.ref(self)
+
+            def wait_for_side(opt, args, kwargs):
+                owner = trail()
+                if owner is not None:
+                    owner._wait_for_side_streams()
+            optimizer.register_step_pre_hook(wait_for_side)
+            self._guarded_optimizers[id(optimizer)] = weakref.ref(optimizer)
+        return self._streams(device)[0]
+
+    def _wait_for_side_streams(self):
+        """Every device's current stream waits for the trail's side stream there (enqueued:
+        the host does not wait)."""
+        with self._lock:
+            streams = list(self._cuda_streams.items())
+        for device, (side, _) in streams:
+            torch.cuda.current_stream(device).wait_stream(side)
 
     def _worker(self):
         if self._hasher is None:

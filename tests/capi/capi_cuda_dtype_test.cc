@@ -129,6 +129,11 @@ TEST_P(CapiCudaDTypeTest, DeviceAccumulatorEqualsTheHosts) {
                 RV_OK)
           << rv_last_error();
       out = downloaded(d_out, n);
+      DeviceBuffer d_alone(0, n * 2);  // a world of one, finished without the words
+      ASSERT_EQ(rv_accumulator_finish_alone(acc, RV_OP_MEAN, 4, dtype, d_alone.data(), nullptr),
+                RV_OK)
+          << rv_last_error();
+      EXPECT_EQ(downloaded(d_alone, n), out);
     }
     finished.push_back(out);
     EXPECT_EQ(rv_accumulator_destroy(acc), RV_OK);

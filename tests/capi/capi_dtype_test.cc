@@ -138,6 +138,11 @@ TEST_P(CapiDTypeTest, AccumulatorAddsAndFinishesInTheDType) {
             RV_OK)
       << rv_last_error();
   EXPECT_EQ(sum, as_halves(dtype, reference_exact(addends, Op::kSum, dtype)));
+  Halves alone(n, 0xBEEFu);  // a world of one, finished without the words
+  ASSERT_EQ(rv_accumulator_finish_alone(acc, RV_OP_MEAN, 3, c_dtype(dtype), alone.data(), nullptr),
+            RV_OK)
+      << rv_last_error();
+  EXPECT_EQ(alone, mean);
   EXPECT_EQ(rv_accumulator_destroy(acc), RV_OK);
 }
 
@@ -237,6 +242,36 @@ TEST(CapiDType, HalfSlotsAreCheckedInTheirOwnBytes) {
   EXPECT_EQ(
       rv_fold_stacked_dtype(stacked.data(), 2, 3, 4, RV_OP_SUM, RV_DTYPE_F16, stacked.data() + 8),
       RV_INPUT_ERROR);  // slot_stride < n
+}
+
+TEST(CapiDType, FinishAloneIsTheFinishOfAWorldOfOneOnly) {
+  const std::size_t n = 3 * 1024 + 5;
+  rv_accumulator* acc = nullptr;
+  ASSERT_EQ(rv_accumulator_create(n, -1, &acc), RV_OK) << rv_last_error();
+  std::vector<std::vector<float>> addends;
+  for (std::uint32_t k = 0; k < 4; ++k) {
+    addends.push_back(widened(DType::kBF16, random_halves(DType::kBF16, n, 300u + k)));
+    ASSERT_EQ(rv_accumulator_add(acc, addends.back().data(), 0, n, nullptr), RV_OK);
+    ASSERT_EQ(rv_accumulator_end_micro_batch(acc), RV_OK);
+  }
+  size_t size = 0, digit_words = 0;
+  ASSERT_EQ(rv_accumulator_agreement_size(acc, &size), RV_OK);
+  std::vector<int64_t> words(size);
+  ASSERT_EQ(rv_accumulator_agreement_words(acc, 0, RV_OP_MEAN, 4, words.data(), nullptr), RV_OK);
+  ASSERT_EQ(rv_accumulator_plan(acc, words.data(), 1, &digit_words), RV_OK) << rv_last_error();
+  std::vector<float> alone(n, -1.0f);
+  ASSERT_EQ(rv_accumulator_finish_alone(acc, RV_OP_MEAN, 4, RV_DTYPE_F32, alone.data(), nullptr),
+            RV_OK)
+      << rv_last_error();
+  const std::vector<float> mean = reference_exact(addends, Op::kMean);
+  EXPECT_EQ(0, std::memcmp(alone.data(), mean.data(), n * sizeof(float)));
+  // The same words planned as a world of two: its own sums are not the world's.
+  ASSERT_EQ(rv_accumulator_plan(acc, words.data(), 2, &digit_words), RV_OK) << rv_last_error();
+  EXPECT_EQ(rv_accumulator_finish_alone(acc, RV_OP_MEAN, 4, RV_DTYPE_F32, alone.data(), nullptr),
+            RV_INPUT_ERROR);
+  EXPECT_NE(std::string(rv_last_error()).find("world of one"), std::string::npos)
+      << rv_last_error();
+  EXPECT_EQ(rv_accumulator_destroy(acc), RV_OK);
 }
 
 TEST(CapiDType, TheVersionIsThree) { EXPECT_EQ(rv_api_version(), 3); }

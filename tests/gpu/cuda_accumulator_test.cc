@@ -87,7 +87,8 @@ Ranks accumulate(const Arenas& addends, const std::vector<std::vector<std::size_
 }
 
 // The three rounds as the all-reduces would compute them; the results as the first GPU rank
-// and (when there is one) the first host rank finish them.
+// (and, in a world of one, its finish_alone) and (when there is one) the first host rank
+// finish them.
 std::vector<std::vector<float>> combine(Ranks& ranks, Op op, std::uint64_t m, std::size_t n) {
   const auto world = static_cast<std::uint32_t>(ranks.gpu.size() + ranks.host.size());
   std::vector<std::int64_t> agreed, words;
@@ -134,6 +135,12 @@ std::vector<std::vector<float>> combine(Ranks& ranks, Op op, std::uint64_t m, st
   d_out.fill_bytes(0xFF);
   ranks.gpu[0]->finish(static_cast<std::int64_t*>(d_summed.data()), op, m, d_out.floats(), nullptr);
   results.push_back(d_out.download_floats(n));
+  if (world == 1) {
+    // A world of one also finishes alone: from its digits in place, with no words.
+    d_out.fill_bytes(0xFF);
+    ranks.gpu[0]->finish_alone(op, m, d_out.floats(), nullptr);
+    results.push_back(d_out.download_floats(n));
+  }
   if (!ranks.host.empty()) {
     const AccumulatorPlan plan = ranks.host[0]->plan(agreed.data(), world);
     std::vector<float> out(n);
@@ -226,6 +233,65 @@ TEST(CudaAccumulator, OnlyTheMovedBlocksTakeHostMemory) {
   EXPECT_LE(host, 2 * exact::kBlock * (sizeof(std::int64_t) + 1) + blocks * 48 + 1024);
   EXPECT_LE(ranks.gpu[0]->bytes() - host, n * 8 + blocks * 32);
   EXPECT_TRUE(same_bits(reference_exact(addends, Op::kMean), combine(ranks, Op::kMean, 4, n)[0]));
+}
+
+TEST(CudaAccumulator, AClearedAccumulatorReadsAsANewOne) {
+  RV_SKIP_WITHOUT_GPU();
+  // clear() leaves the digits' memory as it was (docs/DESIGN.md §11): a block the next step
+  // leaves at zero must still read as zero digits, whether the device exports it (another rank
+  // has values there), finishes it alone, or moves it to the host (a −0 as its only addend).
+  const std::size_t n = 8 * exact::kBlock;
+  const Arenas earlier = make(2, n, Distribution::kNormal, 11);
+  Arenas step = make(2, n, Distribution::kNormal, 12);
+  for (std::size_t b : {1u, 3u, 5u}) {
+    std::fill_n(step[0].begin() + static_cast<std::ptrdiff_t>(b * exact::kBlock), exact::kBlock,
+                0.0f);
+  }
+  step[0][5 * exact::kBlock + 17] = -0.0f;
+  for (Op op : {Op::kSum, Op::kMean}) {
+    for (bool alone : {true, false}) {
+      auto acc = std::make_unique<CudaAccumulator>(0, n);
+      DeviceBuffer values(0, n * sizeof(float));
+      for (const auto& a : earlier) {
+        values.upload_floats(a);
+        acc->add(values.floats(), 0, n, nullptr);
+        acc->end_micro_batch();
+      }
+      acc->clear(nullptr);
+      values.upload_floats(step[0]);
+      acc->add(values.floats(), 0, n, nullptr);
+      acc->end_micro_batch();
+      EXPECT_EQ(acc->host_blocks(), 1u);  // block 5, moved with no nonzero digit
+      Ranks ranks;
+      ranks.gpu.push_back(std::move(acc));
+      Arenas addends{step[0]};
+      if (!alone) {
+        auto host = std::make_unique<ExactAccumulator>(n);
+        host->add(step[1].data(), 0, n);
+        host->end_micro_batch();
+        ranks.host.push_back(std::move(host));
+        addends.push_back(step[1]);
+      }
+      const auto m = static_cast<std::uint64_t>(addends.size());
+      for (const auto& got : combine(ranks, op, m, n)) {
+        EXPECT_TRUE(same_bits(reference_exact(addends, op), got))
+            << (alone ? "world of one" : "beside a host rank")
+            << (op == Op::kSum ? ", sum" : ", mean");
+      }
+    }
+  }
+}
+
+TEST(CudaAccumulator, FinishAloneNeedsAPlanForAWorldOfOne) {
+  RV_SKIP_WITHOUT_GPU();
+  const std::size_t n = 3000;
+  const Arenas addends = make(2, n, Distribution::kNormal, 13);
+  Ranks ranks = accumulate(addends, {{0}, {1}}, {0});
+  combine(ranks, Op::kSum, 2, n);  // plans for a world of two
+  DeviceBuffer out(0, n * sizeof(float));
+  EXPECT_THROW(ranks.gpu[0]->finish_alone(Op::kSum, 0, out.floats(), nullptr), InputError);
+  CudaAccumulator unplanned(0, n);
+  EXPECT_THROW(unplanned.finish_alone(Op::kSum, 0, out.floats(), nullptr), InputError);
 }
 
 TEST(CudaAccumulator, EntryChecks) {
