@@ -64,14 +64,12 @@ class HostAccumulator final : public rv_accumulator {
   }
   void finish_alone(rv::Op op, std::uint64_t mean_over, DType dtype, void* out,
                     void* stream) override {
-    const rv::AccumulatorPlan& plan = planned();
-    if (plan.world != 1) {
-      throw InputError("rv_accumulator_finish_alone finishes a world of one; the plan is for " +
-                       std::to_string(plan.world) + " ranks");
-    }
-    // On the host the words cost no more than the finish reads: the general path.
-    own_words_.resize(plan.words);
-    accumulator_.export_digits(plan, own_words_.data());
+    // On the host the rounds cost no more than the finish: they run as a world of one's.
+    own_words_.resize(accumulator_.agreement_size());
+    accumulator_.agreement_words(0, op, mean_over, own_words_.data());
+    plan(own_words_.data(), 1);
+    own_words_.resize(plan_.words);
+    accumulator_.export_digits(plan_, own_words_.data());
     finish(own_words_.data(), op, mean_over, dtype, out, stream);
   }
   void footprint(std::size_t* bytes, std::size_t* wide, std::size_t* flagged) const override {
@@ -89,7 +87,7 @@ class HostAccumulator final : public rv_accumulator {
   rv::AccumulatorPlan plan_;  // the last plan (its storage reused), valid while planned_
   bool planned_ = false;
   std::vector<float> widened_;           // a half-precision add's values as binary32, reused
-  std::vector<std::int64_t> own_words_;  // finish_alone's exported words, reused
+  std::vector<std::int64_t> own_words_;  // finish_alone's agreement and digit words, reused
 };
 
 rv_accumulator& checked(rv_accumulator* a) {

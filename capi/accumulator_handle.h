@@ -33,8 +33,8 @@ struct rv_accumulator {
   // out: count elements of `dtype`, each the sum rounded once to it.
   virtual void finish(const std::int64_t* summed, rv::Op op, std::uint64_t mean_over,
                       rv::DType dtype, void* out, void* stream) = 0;
-  // A world of one (a plan with world 1): finish's results from this accumulator's own sums,
-  // with no digit words.
+  // A world of one, in place of agreement_words, plan, export_digits and finish: its own sums
+  // are the world's.
   virtual void finish_alone(rv::Op op, std::uint64_t mean_over, rv::DType dtype, void* out,
                             void* stream) = 0;
   virtual void footprint(std::size_t* bytes, std::size_t* wide, std::size_t* flagged) const = 0;

@@ -7,7 +7,6 @@
 // finish rounds each exact sum once, directly to the dtype, which only the host's rounding
 // does yet: the summed words are copied to the host, rounded there under the same plan, and
 // the results copied back.
-#include <string>
 #include <vector>
 
 #include "capi/accumulator_handle.h"
@@ -94,18 +93,18 @@ class DeviceAccumulator final : public rv_accumulator {
   void finish_alone(Op op, std::uint64_t mean_over, DType dtype, void* out, void* stream) override {
     if (dtype == DType::kF32) {
       accumulator_.finish_alone(op, mean_over, static_cast<float*>(out), stream);
+      widened_.clear();  // settled
       return;
     }
-    // bf16 and f16 are rounded on the host from the words (finish): export them first.
-    const AccumulatorPlan& plan = accumulator_.planned();
-    if (plan.world != 1) {
-      throw InputError("rv_accumulator_finish_alone finishes a world of one; the plan is for " +
-                       std::to_string(plan.world) + " ranks");
-    }
+    // bf16 and f16 are rounded on the host from the words (finish): the rounds of a world of
+    // one, then the words' path.
+    std::vector<std::int64_t> words(agreement_size());
+    agreement_words(0, op, mean_over, words.data(), stream);
+    const std::size_t digit_words = plan(words.data(), 1);
     const cuda_detail::ScopedDevice scope(accumulator_.device());
-    DeviceBuffer words(accumulator_.device(), plan.words * sizeof(std::int64_t));
-    accumulator_.export_digits(static_cast<std::int64_t*>(words.data()), stream);
-    finish(static_cast<const std::int64_t*>(words.data()), op, mean_over, dtype, out, stream);
+    DeviceBuffer d_words(accumulator_.device(), digit_words * sizeof(std::int64_t));
+    export_digits(static_cast<std::int64_t*>(d_words.data()), stream);
+    finish(static_cast<const std::int64_t*>(d_words.data()), op, mean_over, dtype, out, stream);
   }
   void footprint(std::size_t* bytes, std::size_t* wide, std::size_t* flagged) const override {
     *bytes = accumulator_.bytes();

@@ -181,11 +181,11 @@ RV_C_API rv_status rv_accumulator_finish_dtype(rv_accumulator* accumulator, cons
                                                int op, uint64_t mean_over, int dtype, void* out,
                                                void* cuda_stream);
 /* What it costs: bytes held (device and host), blocks kept wide, blocks with special flags. */
-/* A world of one, after rv_accumulator_plan with world 1 over this accumulator's own agreement
- * words: the results rv_accumulator_finish_dtype would write from the words export_digits
- * exports (its own sums are the world's), without them: on a device the finish reads the
- * digits in place (binary32; bf16 and f16 take the words' path). RV_INPUT_ERROR after a plan
- * for another world. */
+/* A world of one, in place of the three rounds: the results rv_accumulator_finish_dtype would
+ * write from the words of a plan of this accumulator's own agreement words (its sums are the
+ * world's), with no agreement, plan or digit words. On a device (binary32) the rounding reads
+ * the digits in place, and is enqueued before the last micro-batch's adds are resolved; bf16
+ * and f16 take the words' path. rv_accumulator_clear next. */
 RV_C_API rv_status rv_accumulator_finish_alone(rv_accumulator* accumulator, int op,
                                                uint64_t mean_over, int dtype, void* out,
                                                void* cuda_stream);

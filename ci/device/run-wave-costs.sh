@@ -54,9 +54,27 @@ for run in 1 2 3; do
     --batches "${HOOK_BATCHES:-256}" --skip replay,recorded
 done
 grep -E '^batch [0-9]+:' "$out/log.txt" | tee -a "$summary"
+# TRAIL_AB=DIR (a python/ tree of an earlier commit, e.g. staged in the bundle): the trail's
+# overhead at 256 and 1024 with that tree's package and with this one's, interleaved twice on
+# this machine (timings only), into trail-ab.jsonl.
+if [[ -n "${TRAIL_AB:-}" ]]; then
+  for run in 1 2; do
+    for tree in "$TRAIL_AB" "$root/python"; do
+      label=$([[ $tree == "$root/python" ]] && echo current || echo earlier)
+      step "trail A/B: $label, run $run" 200 env REDUCE_VERIFY_LIB="$bundle/lib/libreduce_verify_c.so" \
+        python3 "$tree/bench/trail_overhead.py" --skip-checks --batches 256,1024 \
+        --out "$out/ab-$label-$run"
+      grep -E '^batch ' "$out/log.txt" | tail -4 | sed "s/^/$label $run: /" | tee -a "$summary"
+      { printf '{"tree":"%s","run":%s,"report":' "$label" "$run"
+        cat "$out/ab-$label-$run/trail-overhead.json"; echo '}'; } >>"$out/trail-ab.jsonl"
+      rm -rf "$out/ab-$label-$run"
+    done
+  done
+fi
 # The device's reply brings back a limited number of files: the profile tables as one.
 if [[ -d "$out/profile" ]]; then
-  cat "$out"/profile/*.txt >"$out/accumulate-profile.txt" 2>/dev/null
+  cat "$out"/profile/*.txt "$out"/trail-profile-*.txt >"$out/profiles.txt" 2>/dev/null
+  rm -f "$out"/trail-profile-*.txt
   cp "$out/profile/accumulate-overhead.json" "$out/accumulate-phases.json" 2>/dev/null
   rm -rf "$out/profile"
 fi

@@ -159,42 +159,44 @@ __device__ __forceinline__ double power_of_two(int k) {
   return __longlong_as_double(static_cast<long long>(k + 1023) << 52);
 }
 
-// Where the finish reads a block's summed digits: the summed words (at the plan's offset), or,
-// in a world of one, this accumulator's own digits in place, shifted to the plan's bottom.
+// What the finish reads: the summed words of a plan (each block's kind, bottom and offset),
+// or, in a world of one, this accumulator's own digits in place over its own bottoms (no plan:
+// every block that lives on the device holds one digit an element, which is its own one-limb
+// window; the blocks on the host are left to it).
 struct FinishSource {
+  DeviceAccumulatorPlan plan;
   const std::int64_t* summed = nullptr;  // nullptr: the own digits of `own`
   DeviceAccumulatorState own;
 
-  // The block's digits and their shift, or false where the kernel leaves the block to the
-  // host (own digits of a block that lives there). *zero: every digit is zero (not read).
-  __device__ bool block(const DeviceAccumulatorPlan& p, std::size_t b, const std::int64_t** in,
-                        int* shift, bool* zero) const {
+  // Block b's digits and bottom; false where the kernel leaves it to the host. *zero: every
+  // result is +0 (the digits are not read).
+  __device__ bool block(std::size_t b, const std::int64_t** in, int* bottom, bool* zero) const {
     if (summed != nullptr) {
-      *in = summed + p.offset[b];
-      *shift = 0;
-      *zero = false;
+      const std::uint8_t kind = plan.kind[b];
+      if (kind == kSkip) return false;
+      *zero = kind == kZero;
+      *in = summed + plan.offset[b];
+      *bottom = plan.bottom[b];
       return true;
     }
     if (own.residence[b] != kOnDevice) return false;
+    *zero = own.magnitude_bits[b] == 0;  // zero digits, whatever clear left in their memory
     *in = own.digits + b * exact::kBlock;
-    *zero = own.magnitude_bits[b] == 0;
-    *shift = *zero ? 0 : own.bottom[b] - p.bottom[b];
+    *bottom = own.bottom[b];
     return true;
   }
 };
 
-__global__ void finish_kernel(DeviceAccumulatorPlan p, FinishSource source, std::size_t count,
-                              bool mean, std::uint32_t divisor, float* __restrict__ out) {
+__global__ void finish_kernel(FinishSource source, std::size_t count, bool mean,
+                              std::uint32_t divisor, float* __restrict__ out) {
   const std::size_t b = blockIdx.x;
-  const std::uint8_t kind = p.kind[b];
-  if (kind == kSkip) return;
   const std::int64_t* in = nullptr;
-  int shift = 0;
-  bool zero = kind == kZero;
-  if (!zero && !source.block(p, b, &in, &shift, &zero)) return;
+  int bottom = 0;
+  bool zero = false;
+  if (!source.block(b, &in, &bottom, &zero)) return;
+  if (zero) bottom = 0;  // kNoBottom would make no power of two below; nothing is scaled
   const std::size_t elements =
       min(static_cast<std::size_t>(exact::kBlock), count - b * exact::kBlock);
-  const int bottom = p.bottom[b];
   // As the host's exact_round (core/exact/host_exact.cc argues both): a digit sum below 2^51
   // is an exact double; scaled by a power of two (the sum, or the mean over 2^k) it is exact
   // and its conversion rounds once as the law does; divided by M × 2^(149 − bottom) it is the
@@ -208,7 +210,7 @@ __global__ void finish_kernel(DeviceAccumulatorPlan p, FinishSource source, std:
   for (std::size_t i = threadIdx.x; i < elements; i += kThreads) {
     std::uint32_t r = 0;
     if (!zero) {
-      const auto d = static_cast<std::int64_t>(static_cast<std::uint64_t>(in[i]) << shift);
+      const std::int64_t d = in[i];
       if (d > -(std::int64_t{1} << 51) && d < (std::int64_t{1} << 51)) {
         const double v = static_cast<double>(d);  // exact
         r = __float_as_uint(
@@ -260,22 +262,22 @@ void launch_accumulator_finish(const DeviceAccumulatorPlan& plan, const std::int
                                void* cuda_stream) {
   if (plan.blocks == 0) return;
   FinishSource source;
+  source.plan = plan;
   source.summed = d_summed;
   finish_kernel<<<static_cast<unsigned>(plan.blocks), kThreads, 0,
-                  static_cast<cudaStream_t>(cuda_stream)>>>(plan, source, count, mean, divisor,
-                                                            d_out);
+                  static_cast<cudaStream_t>(cuda_stream)>>>(source, count, mean, divisor, d_out);
   RV_CUDA_CHECK_LAUNCH("accumulator finish_kernel");
 }
 
-void launch_accumulator_finish_alone(const DeviceAccumulatorState& state,
-                                     const DeviceAccumulatorPlan& plan, bool mean,
+void launch_accumulator_finish_alone(const DeviceAccumulatorState& state, bool mean,
                                      std::uint32_t divisor, float* d_out, void* cuda_stream) {
-  if (plan.blocks == 0) return;
+  const std::size_t blocks = (state.count + exact::kBlock - 1) / exact::kBlock;
+  if (blocks == 0) return;
   FinishSource source;
   source.own = state;
-  finish_kernel<<<static_cast<unsigned>(plan.blocks), kThreads, 0,
-                  static_cast<cudaStream_t>(cuda_stream)>>>(plan, source, state.count, mean,
-                                                            divisor, d_out);
+  finish_kernel<<<static_cast<unsigned>(blocks), kThreads, 0,
+                  static_cast<cudaStream_t>(cuda_stream)>>>(source, state.count, mean, divisor,
+                                                            d_out);
   RV_CUDA_CHECK_LAUNCH("accumulator finish_kernel (alone)");
 }
 

@@ -59,11 +59,11 @@ void launch_accumulator_finish(const DeviceAccumulatorPlan& plan, const std::int
                                std::size_t count, bool mean, std::uint32_t divisor, float* d_out,
                                void* cuda_stream);
 
-// A world of one: the same from this accumulator's own digits, read in place (each block's
-// digits shifted to the plan's bottom, exactly what export would have written), with no digit
-// words. kOneLimb blocks that live on the host are left to it.
-void launch_accumulator_finish_alone(const DeviceAccumulatorState& state,
-                                     const DeviceAccumulatorPlan& plan, bool mean,
+// A world of one, with no plan: the results of every block that lives on the device from its
+// own digits and bottom, read in place (a block's one digit an element is its own one-limb
+// window, the window a plan of its own agreement words would export); the blocks marked for or
+// living on the host are left to it.
+void launch_accumulator_finish_alone(const DeviceAccumulatorState& state, bool mean,
                                      std::uint32_t divisor, float* d_out, void* cuda_stream);
 
 }  // namespace rv

@@ -331,11 +331,6 @@ void CudaAccumulator::finish(const std::int64_t* d_summed, Op op, std::uint64_t 
 
 void CudaAccumulator::finish_alone(Op op, std::uint64_t mean_over, float* d_out,
                                    void* cuda_stream) {
-  if (!planned_) throw InputError("CudaAccumulator: finish before plan");
-  if (plan_.world != 1) {
-    throw InputError(detail::concat("finish_alone finishes a world of one; the plan is for ",
-                                    plan_.world, " ranks (their summed words: finish)"));
-  }
   const bool mean = op == Op::kMean;
   if (mean && (mean_over == 0 || mean_over > exact::kMaxWorld)) {
     throw InputError(detail::concat("exact accumulator: mean_over = ", mean_over,
@@ -343,20 +338,35 @@ void CudaAccumulator::finish_alone(Op op, std::uint64_t mean_over, float* d_out,
   }
   const cuda_detail::ScopedDevice scope(device_);
   const cudaStream_t stream = as_stream(cuda_stream);
-  upload_plan(stream);
-  launch_accumulator_finish_alone(state(), device_plan(), mean,
-                                  static_cast<std::uint32_t>(mean ? mean_over : 1), d_out,
-                                  cuda_stream);
-  // The blocks that live on the host (every kSkip block does since plan): their words as
-  // export_digits would write them, finished there.
-  std::vector<std::int64_t> words;
+  // Adds pending on another stream are waited for first: the kernel must see what they did.
+  for (const PendingAdd& p : pending_) {
+    if (p.stream != cuda_stream) {
+      settle();
+      break;
+    }
+  }
+  // Enqueued before the last micro-batch is resolved: the device rounds while the host waits
+  // for the adds' read-back, and the blocks they marked for the host are skipped.
+  launch_accumulator_finish_alone(state(), mean, static_cast<std::uint32_t>(mean ? mean_over : 1),
+                                  d_out, cuda_stream);
+  resolve();
+  settle();
+  if (host_blocks() == 0) return;
+  // The blocks on the host, under the plan of its own words (a world of one agrees with
+  // itself), each written behind the kernel on the same stream.
+  std::vector<std::int64_t> words(host_.agreement_size());
+  host_.agreement_words(0, op, mean_over, words.data());
+  planned_ = false;  // plan_ holds the host's plan now, not the device's
+  plan_uploaded_ = false;
+  host_.plan_into(words.data(), 1, plan_);
+  std::vector<std::int64_t> block_words;
   std::vector<float> out(kBlock);
   for (std::size_t b = 0; b < blocks_; ++b) {
-    if (residence_host_[b] == kOnDevice || kind_host_[b] == kZero) continue;
+    if (residence_host_[b] == kOnDevice) continue;
     const std::size_t n = block_elements(count_, b);
-    words.assign(static_cast<std::size_t>(plan_.limbs[b] + plan_.special[b]) * n, 0);
-    host_.export_block(plan_, b, words.data());
-    finish_accumulated_block(plan_, b, words.data(), op, mean_over, count_, out.data());
+    block_words.assign(static_cast<std::size_t>(plan_.limbs[b] + plan_.special[b]) * n, 0);
+    host_.export_block(plan_, b, block_words.data());
+    finish_accumulated_block(plan_, b, block_words.data(), op, mean_over, count_, out.data());
     RV_CUDA_CHECK(cudaMemcpyAsync(d_out + b * kBlock, out.data(), n * sizeof(float),
                                   cudaMemcpyHostToDevice, stream));
     RV_CUDA_CHECK(cudaStreamSynchronize(stream));

@@ -57,9 +57,11 @@ class CudaAccumulator {
   void export_digits(std::int64_t* d_words, void* cuda_stream);
   void finish(const std::int64_t* d_summed, Op op, std::uint64_t mean_over, float* d_out,
               void* cuda_stream);
-  // A world of one (a plan made with world 1 from its own agreement words): the same results
-  // as export_digits then finish over the exported words, read from the digits in place, with
-  // no digit words written or read (16 bytes an element less traffic).
+  // A world of one, in place of the three rounds (no agreement, plan or digit words): the
+  // results finish would give from the words of a plan of its own agreement words, rounded
+  // from the digits in place. Enqueued before the last micro-batch's adds are resolved, so the
+  // host's wait for their read-back overlaps the rounding; waits only where a block lives on
+  // the host. clear() next.
   void finish_alone(Op op, std::uint64_t mean_over, float* d_out, void* cuda_stream);
 
   // The plan of the last plan() (InputError before one): the layout of the summed words.

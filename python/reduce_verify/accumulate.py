@@ -344,6 +344,52 @@ def _reduce(accumulators, mean_over, op, world, all_reduce, combine=None):
     lib = _lib()
     first = accumulators[0]
     c_op = _library.OP_MEAN if op == "mean" else _library.OP_SUM
+    if world == 1 and len(accumulators) == 1:
+        outs = _finish_alone(first, lib, c_op, op, mean_over)
+        total = first._local_micro_batches
+    else:
+        outs, total = _combine(accumulators, lib, c_op, op, mean_over, world, combine)
+    for (_, p), offset in zip(first._params, first._offsets):
+        p.grad = outs[p.dtype][offset:offset + p.numel()].view_as(p)
+    for acc in accumulators:
+        _library.check(lib.rv_accumulator_clear(acc._handle, acc._stream()))
+        acc._local_micro_batches = 0
+    return total
+
+
+def _divisor(accumulator, op, mean_over, total):
+    """M, once every rank agreed (an error raised here is raised on every rank)."""
+    divisor = mean_over if mean_over is not None else total
+    if op == "mean" and divisor == 0:
+        raise InputError("ExactGradAccumulator.reduce: no rank added a micro-batch, and "
+                         "mean_over is not given: a mean over nothing")
+    if accumulator._unsupported:
+        raise InputError("ExactGradAccumulator.reduce: parameter(s) "
+                         f"{', '.join(accumulator._unsupported)} are not {SUPPORTED}; nothing "
+                         "is reduced another way")
+    return divisor if op == "mean" else 0
+
+
+def _finish_alone(acc, lib, c_op, op, mean_over):
+    """A world of one: no agreement, plan or digit words (rv_accumulator_finish_alone rounds
+    its own sums, on a GPU from the digits in place, enqueued before the last micro-batch is
+    resolved). Its results, one tensor per dtype of its parameters."""
+    mean_count = _divisor(acc, op, mean_over, acc._local_micro_batches)
+    outs = {}
+    for dtype in {p.dtype for _, p in acc._params}:
+        out = torch.empty(acc.count, dtype=dtype, device=acc._device)
+        _library.check(lib.rv_accumulator_finish_alone(acc._handle, c_op, mean_count,
+                                                       dtype_code(dtype), out.data_ptr(),
+                                                       acc._stream()))
+        outs[dtype] = out
+    acc._held = None  # finish_alone settled the last micro-batch's adds
+    return outs
+
+
+def _combine(accumulators, lib, c_op, op, mean_over, world, combine):
+    """The three rounds over `combine(tensors, op)`: (results per dtype, micro-batches of all
+    ranks)."""
+    first = accumulators[0]
     words = []
     for acc in accumulators:
         acc._resolve()
@@ -355,57 +401,29 @@ def _reduce(accumulators, mean_over, op, world, all_reduce, combine=None):
     # Round 1: the header alone (every rank sends the same 10 words, whatever its length).
     header = combine([w[:_HEADER_WORDS].clone() for w in words], dist.ReduceOp.MAX).cpu()
     first._check_header(header.tolist())
-    # Round 2: the windows. A world of one agrees with itself: its own words, as they are.
-    alone = world == 1 and len(accumulators) == 1
-    if alone:
-        agreed = words[0]
-    else:
-        agreed = torch.cat([header, combine([w[_HEADER_WORDS:].clone() for w in words],
-                                            dist.ReduceOp.MAX).cpu()])
+    # Round 2: the windows.
+    agreed = torch.cat([header, combine([w[_HEADER_WORDS:].clone() for w in words],
+                                        dist.ReduceOp.MAX).cpu()])
     digits = []
     for acc in accumulators:
         digit_words = _c.c_size_t()
         _library.check(lib.rv_accumulator_plan(acc._handle, agreed.data_ptr(), world,
                                                _c.byref(digit_words)))
-        if alone:
-            break  # its own sums are the world's: finished in place, no digit words
         mine = torch.empty(digit_words.value, dtype=torch.int64, device=acc._device)
         _library.check(lib.rv_accumulator_export_digits(acc._handle, mine.data_ptr(),
                                                         acc._stream()))
         digits.append(mine)
-    if alone:
-        summed = None
-        total = first._local_micro_batches
-    else:
-        # Round 3: the digits.
-        summed = combine(digits, dist.ReduceOp.SUM).to(first._device)
-        total = int(summed[0].item())
-    divisor = mean_over if mean_over is not None else total
-    if op == "mean" and divisor == 0:
-        raise InputError("ExactGradAccumulator.reduce: no rank added a micro-batch, and "
-                         "mean_over is not given: a mean over nothing")
-    if first._unsupported:  # every rank agreed on this layout: every rank raises here
-        raise InputError("ExactGradAccumulator.reduce: parameter(s) "
-                         f"{', '.join(first._unsupported)} are not {SUPPORTED}; nothing is "
-                         "reduced another way")
+    # Round 3: the digits; word 0 holds the micro-batches of every rank.
+    summed = combine(digits, dist.ReduceOp.SUM).to(first._device)
+    total = int(summed[0].item())
+    mean_count = _divisor(first, op, mean_over, total)
     # One rounding of the whole accumulator per dtype its parameters hold (finishing is a
     # function of the summed words: each pass rounds every element to its dtype).
     outs = {}
     for dtype in {p.dtype for _, p in first._params}:
         out = torch.empty(first.count, dtype=dtype, device=first._device)
-        mean_count = divisor if op == "mean" else 0
-        if summed is None:
-            _library.check(lib.rv_accumulator_finish_alone(first._handle, c_op, mean_count,
-                                                           dtype_code(dtype), out.data_ptr(),
-                                                           first._stream()))
-        else:
-            _library.check(lib.rv_accumulator_finish_dtype(first._handle, summed.data_ptr(),
-                                                           c_op, mean_count, dtype_code(dtype),
-                                                           out.data_ptr(), first._stream()))
+        _library.check(lib.rv_accumulator_finish_dtype(first._handle, summed.data_ptr(), c_op,
+                                                       mean_count, dtype_code(dtype),
+                                                       out.data_ptr(), first._stream()))
         outs[dtype] = out
-    for (_, p), offset in zip(first._params, first._offsets):
-        p.grad = outs[p.dtype][offset:offset + p.numel()].view_as(p)
-    for acc in accumulators:
-        _library.check(lib.rv_accumulator_clear(acc._handle, acc._stream()))
-        acc._local_micro_batches = 0
-    return total
+    return outs, total

@@ -206,6 +206,12 @@ def tree_digest_cuda(tensor, function):
     return PendingTree(size, leaves)
 
 
+def _side_future(device):
+    """The future the trail hands DDP for a bucket hashed on `device`: CUDA-aware, so that
+    completing it with the side stream current records its event there."""
+    return torch.futures.Future(devices=[device])
+
+
 def finish_trees(digests):
     """The list with every PendingTree replaced by its 16-byte root: one device-to-host copy
     of all their leaf digests, the roots hashed on the host."""
@@ -302,7 +308,7 @@ class Trail:
             # behind the hook's work and the digest, while the backward pass runs beside them
             # (a hook's completed plain future, torch's noop hook's or fixed_order_hook's,
             # would otherwise run this callback on the compute stream).
-            reduced = torch.futures.Future(devices=[buffer.device])
+            reduced = _side_future(buffer.device)
 
             def after_on_side(done):
                 try:

@@ -282,16 +282,36 @@ TEST(CudaAccumulator, AClearedAccumulatorReadsAsANewOne) {
   }
 }
 
-TEST(CudaAccumulator, FinishAloneNeedsAPlanForAWorldOfOne) {
+TEST(CudaAccumulator, FinishAloneSettlesTheLastMicroBatchBehindItsRounding) {
   RV_SKIP_WITHOUT_GPU();
-  const std::size_t n = 3000;
-  const Arenas addends = make(2, n, Distribution::kNormal, 13);
-  Ranks ranks = accumulate(addends, {{0}, {1}}, {0});
-  combine(ranks, Op::kSum, 2, n);  // plans for a world of two
-  DeviceBuffer out(0, n * sizeof(float));
-  EXPECT_THROW(ranks.gpu[0]->finish_alone(Op::kSum, 0, out.floats(), nullptr), InputError);
-  CudaAccumulator unplanned(0, n);
-  EXPECT_THROW(unplanned.finish_alone(Op::kSum, 0, out.floats(), nullptr), InputError);
+  // Every micro-batch ended deferred, and the last one's −0 and NaN mark two blocks for the
+  // host: finish_alone is called with its adds unresolved, rounds the device's blocks, then
+  // settles and writes the host's. The reference's bits, sum and mean, on every distribution.
+  const std::size_t n = 6 * exact::kBlock + 300;
+  for (Distribution dist : kAllDistributions) {
+    Arenas addends = make(5, n, dist, 21);
+    addends[4][2 * exact::kBlock + 9] = -0.0f;
+    addends[4][5 * exact::kBlock + 1] = std::numeric_limits<float>::quiet_NaN();
+    for (Op op : {Op::kSum, Op::kMean}) {
+      std::vector<std::unique_ptr<DeviceBuffer>> values;
+      CudaAccumulator acc(0, n);
+      for (const auto& a : addends) {
+        values.push_back(std::make_unique<DeviceBuffer>(0, n * sizeof(float)));
+        values.back()->upload_floats(a);
+        acc.add(values.back()->floats(), 0, n, nullptr);
+        acc.end_micro_batch_deferred();
+      }
+      DeviceBuffer out(0, n * sizeof(float));
+      out.fill_bytes(0xFF);
+      acc.finish_alone(op, 5, out.floats(), nullptr);
+      EXPECT_GE(acc.host_blocks(), 2u);
+      EXPECT_TRUE(same_bits(reference_exact(addends, op), out.download_floats(n)))
+          << to_string(dist) << (op == Op::kSum ? ", sum" : ", mean");
+    }
+  }
+  CudaAccumulator acc(0, 10);
+  DeviceBuffer out(0, 10 * sizeof(float));
+  EXPECT_THROW(acc.finish_alone(Op::kMean, 0, out.floats(), nullptr), InputError);
 }
 
 TEST(CudaAccumulator, EntryChecks) {

@@ -28,13 +28,6 @@ from reduce_verify import trail as trail_module  # noqa: E402
 import trail_overhead  # noqa: E402
 
 
-class PlainFuture(torch.futures.Future):
-    """The mutant's future: CUDA devices dropped, so completing it records no event."""
-
-    def __init__(self, *, devices=None):
-        super().__init__()
-
-
 class TrailStreams(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -58,12 +51,13 @@ class TrailStreams(unittest.TestCase):
         self.assertTrue(all(row["agree"] for row in rows), rows)
 
     def test_a_future_without_the_side_streams_event_is_caught(self):
-        original = torch.futures.Future
-        torch.futures.Future = PlainFuture
+        original = trail_module._side_future
+        # The mutant: a plain future, whose completion records no CUDA event.
+        trail_module._side_future = lambda device: torch.futures.Future()
         try:
             rows = self.check()
         finally:
-            torch.futures.Future = original
+            trail_module._side_future = original
         self.assertFalse(all(row["agree"] for row in rows),
                          "the mutant went unnoticed: the check cannot see a missing wait")
 
