@@ -90,49 +90,90 @@ def tree_digest(tensor):
 
 
 class PendingTree:
-    """A digest tree whose leaves a GPU is hashing into `leaves` (a device uint8 tensor).
-    `keep` holds the tensors the kernel reads until it ran (temporary contiguous copies).
-    A step's trees are copied to the host together (StepCopy), behind the step's work; root()
-    hashes u64_le(size) and the leaves there once the copy is done."""
+    """A digest tree whose leaves a GPU is hashing: into its own device uint8 tensor `leaves`,
+    or into a step's LeafArena (`arena`, its 8-byte size slot at `arena_at`, the leaves right
+    after it). `keep` holds the tensors the kernel reads until it ran (temporary contiguous
+    copies). A step's trees are copied to the host together (StepCopy), behind the step's
+    work; root() hashes u64_le(size) and the leaves there once the copy is done."""
 
-    def __init__(self, size, leaves, keep=None):
+    def __init__(self, size, leaves, keep=None, arena=None, arena_at=0):
         self.size, self.leaves, self.keep = size, leaves, keep
-        self.leaf_bytes = leaves.numel()  # 16 bytes a leaf
+        self.arena, self.arena_at = arena, arena_at
+        self.leaf_bytes = 16 * (-(-size // TREE_LEAF_BYTES)) if arena is not None \
+            else leaves.numel()  # 16 bytes a leaf
+        self.device = arena.device if arena is not None else leaves.device
         self.copy = None  # the StepCopy that holds its leaves on the host
         self.at = 0  # where u64_le(size) and the leaves start in that copy's buffer
 
     def root(self):
         """The 16-byte root: waits for the step's copy (long done where the caller is a step
-        later), then hashes u64_le(size) and the leaves on the host."""
+        later), writes u64_le(size) into the 8 bytes before the leaves there, and hashes
+        both on the host."""
         if self.copy is None:
             raise RuntimeError("PendingTree.root() before its step's copy was queued")
         self.copy.wait()
-        self.leaves = self.keep = None
-        return _digest_address(self.copy.host.data_ptr() + self.at, 8 + self.leaf_bytes)
+        self.leaves = self.keep = self.arena = None
+        at = self.copy.host.data_ptr() + self.at
+        ctypes.memmove(at, self.size.to_bytes(8, "little"), 8)
+        return _digest_address(at, 8 + self.leaf_bytes)
+
+
+class LeafArena:
+    """One step's leaf digests on one device in one device buffer, each tree's leaves after an
+    8-byte slot for its size (filled on the host): the step's digests need no allocation each
+    and go to the host in one copy. Sized from the step before (the buckets repeat); a tree
+    that does not fit gets its own tensor."""
+
+    def __init__(self, device, capacity):
+        self.device = device
+        self.tensor = torch.empty(capacity, dtype=torch.uint8, device=device)
+        self.base = self.tensor.data_ptr()
+        self.capacity, self.used = capacity, 0
+
+    def take(self, leaf_bytes):
+        """The offset of a tree's size slot (its leaves 8 bytes later), or None when full."""
+        if self.used + 8 + leaf_bytes > self.capacity:
+            return None
+        at, self.used = self.used, self.used + 8 + leaf_bytes
+        return at
 
 
 class StepCopy:
     """The leaves of one step's trees on one device, copied into one pinned host buffer on the
     trail's copy stream behind the work the current stream and the side stream hold now: one
-    host allocation and one event a step, not one per digest, so a small step's host time
-    stays small. Each tree's bytes are laid out as u64_le(size) then its leaves."""
+    host allocation and one event a step, and one copy per leaf arena (trees outside one, one
+    copy each), so a small step's host time stays small. Each tree's bytes are laid out as an
+    8-byte slot for u64_le(size) (written by root()) then its leaves."""
 
     def __init__(self, trees, streams):
-        device = trees[0].leaves.device
+        device = trees[0].device
         side, copy = streams
-        self.host = torch.empty(sum(8 + t.leaf_bytes for t in trees), dtype=torch.uint8,
+        arenas = {}
+        for tree in trees:
+            if tree.arena is not None:
+                arenas.setdefault(id(tree.arena), tree.arena)
+        alone = [t for t in trees if t.arena is None]
+        self.host = torch.empty(sum(a.used for a in arenas.values()) +
+                                sum(8 + t.leaf_bytes for t in alone), dtype=torch.uint8,
                                 pin_memory=True)
         copy.wait_stream(torch.cuda.current_stream(device))
         copy.wait_stream(side)
-        base, at = self.host.data_ptr(), 0
+        at, based = 0, {}
         with torch.cuda.stream(copy):
-            for tree in trees:
-                ctypes.memmove(base + at, tree.size.to_bytes(8, "little"), 8)
+            for key, arena in arenas.items():
+                if arena.used:
+                    self.host[at:at + arena.used].copy_(arena.tensor[:arena.used],
+                                                        non_blocking=True)
+                based[key], at = at, at + arena.used
+            for tree in alone:
                 count = tree.leaf_bytes
                 if count:
                     self.host[at + 8:at + 8 + count].copy_(tree.leaves, non_blocking=True)
                 tree.copy, tree.at = self, at
                 at += 8 + count
+            for tree in trees:
+                if tree.arena is not None:
+                    tree.copy, tree.at = self, based[id(tree.arena)] + tree.arena_at
             self.done = torch.cuda.Event()
             self.done.record(copy)
 
@@ -166,7 +207,7 @@ def _cuda_pieces_function():
     return function
 
 
-def tree_digest_cuda_pieces(tensors, function):
+def tree_digest_cuda_pieces(tensors, function, arenas=None):
     """The tree of the concatenation of CUDA tensors of one dtype on one device, read in place
     (no concatenated copy): a PendingTree, as tree_digest_cuda of torch.cat of their flattened
     values would give; None where a tensor's bytes are not 4-byte words at a 4-byte aligned
@@ -181,15 +222,24 @@ def tree_digest_cuda_pieces(tensors, function):
         table[2 * k], table[2 * k + 1] = flat.data_ptr(), nbytes
         size += nbytes
     device = flats[0].device
-    leaves = torch.empty(16 * (-(-size // TREE_LEAF_BYTES)), dtype=torch.uint8, device=device)
+    leaf_bytes = 16 * (-(-size // TREE_LEAF_BYTES))
+    slot = arenas(device, leaf_bytes) if arenas is not None else None
+    if slot is None:
+        leaves = torch.empty(leaf_bytes, dtype=torch.uint8, device=device)
+        address = leaves.data_ptr()
+    else:
+        arena, at = slot
+        address = arena.base + at + 8
     stream = torch.cuda.current_stream(device).cuda_stream
     _library.check(function(device.index if device.index is not None else
                             torch.cuda.current_device(), table, len(flats),
-                            leaves.data_ptr() if size else None, stream))
-    return PendingTree(size, leaves, flats)
+                            address if size else None, stream))
+    if slot is None:
+        return PendingTree(size, leaves, flats)
+    return PendingTree(size, None, flats, arena, at)
 
 
-def tree_digest_cuda(tensor, function):
+def tree_digest_cuda(tensor, function, arenas=None):
     """Enqueues the leaves of a CUDA tensor's tree on its current stream (no copy of the
     tensor leaves the device); a PendingTree, or the host reference's digest where the
     tensor's bytes are not 4-byte words at a 4-byte aligned address."""
@@ -197,13 +247,21 @@ def tree_digest_cuda(tensor, function):
     size = flat.numel() * flat.element_size()
     if size % 4 or flat.data_ptr() % 4:
         return tree_digest(flat)
-    leaves = torch.empty(16 * (-(-size // TREE_LEAF_BYTES)), dtype=torch.uint8,
-                         device=flat.device)
+    leaf_bytes = 16 * (-(-size // TREE_LEAF_BYTES))
+    slot = arenas(flat.device, leaf_bytes) if arenas is not None else None
+    if slot is None:
+        leaves = torch.empty(leaf_bytes, dtype=torch.uint8, device=flat.device)
+        address = leaves.data_ptr()
+    else:
+        arena, at = slot
+        address = arena.base + at + 8
     device = flat.device.index if flat.device.index is not None else torch.cuda.current_device()
     stream = torch.cuda.current_stream(flat.device).cuda_stream
     _library.check(function(device, flat.data_ptr() if size else None, size,
-                            leaves.data_ptr() if size else None, stream))
-    return PendingTree(size, leaves)
+                            address if size else None, stream))
+    if slot is None:
+        return PendingTree(size, leaves)
+    return PendingTree(size, None, None, arena, at)
 
 
 def _side_future(device):
@@ -274,6 +332,9 @@ class Trail:
         self._gather_group = None  # a Gloo group beside an NCCL one, for the digests
         self._hasher = None  # the worker thread that hashes a deferred step's roots
         self._guarded_optimizers = {}  # id → weakref of the optimizers whose step waits
+        self._arenas = {}  # device → this step's LeafArena
+        self._arena_demand = {}  # device → leaf bytes (with size slots) this step asked for
+        self._arena_sizes = {}  # device → the capacity of the next step's arena
 
     # --- the hooks ---------------------------------------------------------------------
     def wrap(self, hook, name=None):
@@ -343,15 +404,38 @@ class Trail:
             if self._cuda_leaves is None:
                 self._cuda_leaves = _cuda_leaf_function() or False
             if self._cuda_leaves:
-                return tree_digest_cuda(tensor, self._cuda_leaves)
+                return tree_digest_cuda(tensor, self._cuda_leaves, self._arena_slot)
         return tree_digest(tensor)
+
+    def _arena_slot(self, device, leaf_bytes):
+        """(arena, offset) for a tree's size slot and leaves in this step's arena on `device`,
+        or None (the first step, or a step that outgrew the last one's: its own tensor)."""
+        with self._lock:
+            self._arena_demand[device] = self._arena_demand.get(device, 0) + 8 + leaf_bytes
+            arena = self._arenas.get(device)
+            if arena is None:
+                capacity = self._arena_sizes.get(device, 0)
+                if capacity == 0:
+                    return None
+                arena = self._arenas[device] = LeafArena(device, capacity)
+            at = arena.take(leaf_bytes)
+            return None if at is None else (arena, at)
+
+    def _close_arenas(self):
+        """Ends this step's arenas (their trees keep them until their roots are hashed) and
+        sizes the next step's from what this one asked for."""
+        with self._lock:
+            for device, demand in self._arena_demand.items():
+                wanted = demand + demand // 4 + 4096
+                self._arena_sizes[device] = max(self._arena_sizes.get(device, 0), wanted)
+            self._arenas, self._arena_demand = {}, {}
 
     def _queue_copies(self, digests):
         """Queues the copy of the step's pending trees to the host: one StepCopy a device."""
         by_device = {}
         for d in digests:
             if isinstance(d, PendingTree):
-                by_device.setdefault(d.leaves.device, []).append(d)
+                by_device.setdefault(d.device, []).append(d)
         for device, trees in by_device.items():
             StepCopy(trees, self._streams(device))
 
@@ -409,6 +493,7 @@ class Trail:
             buckets, self._buckets = sorted(self._buckets.items()), {}
         for _, (_, input_digest, result_digest) in buckets:
             digests += [input_digest, result_digest]
+        self._close_arenas()
         self._queue_copies(digests)
         step = _StepDigests(self.step, [(index, numel) for index, (numel, _, _) in buckets],
                             digests, sum(p.numel() for p in parameters),
@@ -514,7 +599,7 @@ class Trail:
             if self._cuda_pieces is None:
                 self._cuda_pieces = _cuda_pieces_function() or False
             if self._cuda_pieces:
-                pending = tree_digest_cuda_pieces(tensors, self._cuda_pieces)
+                pending = tree_digest_cuda_pieces(tensors, self._cuda_pieces, self._arena_slot)
                 if pending is not None:
                     return pending
         if like is not None:

@@ -105,7 +105,8 @@ class DigestTree(unittest.TestCase):
 
     def test_a_deferred_step_finishes_on_the_worker_to_the_reference(self):
         # A GPU step's roots are hashed on the trail's worker thread from its step copy's host
-        # buffer (u64_le(size) then the leaves, tree after tree); here the copy is a host one.
+        # buffer (a slot for u64_le(size), which root() fills, then the leaves, tree after
+        # tree); here the copy is a host one.
         values = [vector_values(n) for n in (0, 1, 40000, 1025)]
         layout, trees = bytearray(), []
         for tensor in values:
@@ -113,7 +114,7 @@ class DigestTree(unittest.TestCase):
             tree = trail.PendingTree(tensor.numel() * 4,
                                      torch.zeros(len(leaves), dtype=torch.uint8))
             tree.at = len(layout)
-            layout += (tensor.numel() * 4).to_bytes(8, "little") + leaves
+            layout += b"\xa5" * 8 + leaves  # the size slot: root() writes u64_le(size)
             trees.append(tree)
 
         class HostCopy:
@@ -133,6 +134,14 @@ class DigestTree(unittest.TestCase):
         self.assertEqual(finished[0], b"k" * 16)
         self.assertEqual(finished[1:], [trail.tree_digest(t) for t in values])
         self.assertEqual(HostCopy.waits, len(trees))
+
+    def test_a_leaf_arena_hands_out_disjoint_slots_until_full(self):
+        arena = trail.LeafArena(torch.device("cpu"), 8 + 32 + 8 + 16 + 15)
+        self.assertEqual(arena.take(32), 0)  # a size slot, then two leaves
+        self.assertEqual(arena.take(16), 40)
+        self.assertIsNone(arena.take(16))  # 15 bytes left: the tree gets its own tensor
+        self.assertEqual(arena.take(0), 64)  # an empty tree: its size slot alone
+        self.assertEqual(arena.used, 72)
 
     def test_chain_vector_shared_with_the_audit(self):
         # tests/audit/trail_file_test.cc holds the same value.
