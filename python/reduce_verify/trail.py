@@ -212,7 +212,8 @@ def tree_digest_cuda_pieces(tensors, function, arenas=None):
     (no concatenated copy): a PendingTree, as tree_digest_cuda of torch.cat of their flattened
     values would give; None where a tensor's bytes are not 4-byte words at a 4-byte aligned
     address (the caller concatenates)."""
-    flats = [t.detach().contiguous().reshape(-1) for t in tensors]
+    # A contiguous tensor's bytes are read where they are; only others are copied (and kept).
+    flats = [t if t.is_contiguous() else t.detach().contiguous() for t in tensors]
     table = (ctypes.c_uint64 * (2 * len(flats)))()
     size = 0
     for k, flat in enumerate(flats):
@@ -243,7 +244,9 @@ def tree_digest_cuda(tensor, function, arenas=None):
     """Enqueues the leaves of a CUDA tensor's tree on its current stream (no copy of the
     tensor leaves the device); a PendingTree, or the host reference's digest where the
     tensor's bytes are not 4-byte words at a 4-byte aligned address."""
-    flat = tensor.detach().contiguous().reshape(-1)
+    # A contiguous tensor's bytes are read where they are: no dispatch to flatten it (a
+    # small step is bound by the host, and this runs for every bucket twice).
+    flat = tensor if tensor.is_contiguous() else tensor.detach().contiguous()
     size = flat.numel() * flat.element_size()
     if size % 4 or flat.data_ptr() % 4:
         return tree_digest(flat)
@@ -332,6 +335,7 @@ class Trail:
         self._gather_group = None  # a Gloo group beside an NCCL one, for the digests
         self._hasher = None  # the worker thread that hashes a deferred step's roots
         self._guarded_optimizers = {}  # id → weakref of the optimizers whose step waits
+        self._side_of = {}  # device → its side stream or None (_side_stream)
         self._arenas = {}  # device → this step's LeafArena
         self._arena_demand = {}  # device → leaf bytes (with size slots) this step asked for
         self._arena_sizes = {}  # device → the capacity of the next step's arena
@@ -449,12 +453,18 @@ class Trail:
             return streams
 
     def _side_stream(self, buffer):
-        """The side stream for a bucket hashed on a GPU, else None."""
-        if buffer.device.type != "cuda" or self._kind_for(buffer) != KIND_TREE:
-            return None
-        if self._cuda_leaves is None:
-            self._cuda_leaves = _cuda_leaf_function() or False
-        return self._streams(buffer.device)[0] if self._cuda_leaves else None
+        """The side stream for a bucket hashed on a GPU, else None; decided once a device (the
+        kind, once chosen, does not change)."""
+        device = buffer.device
+        if device in self._side_of:
+            return self._side_of[device]
+        side = None
+        if device.type == "cuda" and self._kind_for(buffer) == KIND_TREE:
+            if self._cuda_leaves is None:
+                self._cuda_leaves = _cuda_leaf_function() or False
+            side = self._streams(device)[0] if self._cuda_leaves else None
+        self._side_of[device] = side
+        return side
 
     def _kind_for(self, tensor):
         if self.digest == "flat":
@@ -690,6 +700,7 @@ class Trail:
             raise InputError(f"not a {FORMAT} {VERSION} state: {state!r}")
         self.head, self.step, self.records = state["head"], state["step"], state["records"]
         self._kind = state.get("digest")
+        self._side_of = {}  # decided again under the checkpoint's kind
         if self._is_writer() and self.records:
             _cut_after_head(self.path, self.head, self.records)
 
