@@ -303,18 +303,14 @@ void CudaAccumulator::export_digits(std::int64_t* d_words, void* cuda_stream) {
 void CudaAccumulator::finish(const std::int64_t* d_summed, Op op, std::uint64_t mean_over,
                              float* d_out, void* cuda_stream) {
   if (!planned_) throw InputError("CudaAccumulator: finish before plan");
+  check_mean_over(op, mean_over);
   const bool mean = op == Op::kMean;
-  if (mean && (mean_over == 0 || mean_over > exact::kMaxWorld)) {
-    throw InputError(detail::concat("exact accumulator: mean_over = ", mean_over,
-                                    " (a mean over 1 to 2^20 addends)"));
-  }
   const cuda_detail::ScopedDevice scope(device_);
   const cudaStream_t stream = as_stream(cuda_stream);
   upload_plan(stream);  // a no-op after export_digits
   launch_accumulator_finish(device_plan(), d_summed, count_, mean,
                             static_cast<std::uint32_t>(mean ? mean_over : 1), d_out, cuda_stream);
   std::vector<std::int64_t> summed;
-  std::vector<float> out(kBlock);
   for (std::size_t b = 0; b < blocks_; ++b) {
     if (kind_host_[b] != kSkip) continue;
     const std::size_t n = block_elements(count_, b);
@@ -322,20 +318,14 @@ void CudaAccumulator::finish(const std::int64_t* d_summed, Op op, std::uint64_t 
     RV_CUDA_CHECK(cudaMemcpyAsync(summed.data(), d_summed + plan_.offset[b], summed.size() * 8,
                                   cudaMemcpyDeviceToHost, stream));
     RV_CUDA_CHECK(cudaStreamSynchronize(stream));
-    finish_accumulated_block(plan_, b, summed.data(), op, mean_over, count_, out.data());
-    RV_CUDA_CHECK(cudaMemcpyAsync(d_out + b * kBlock, out.data(), n * sizeof(float),
-                                  cudaMemcpyHostToDevice, stream));
-    RV_CUDA_CHECK(cudaStreamSynchronize(stream));
+    finish_host_block(b, summed.data(), op, mean_over, d_out, stream);
   }
 }
 
 void CudaAccumulator::finish_alone(Op op, std::uint64_t mean_over, float* d_out,
                                    void* cuda_stream) {
+  check_mean_over(op, mean_over);
   const bool mean = op == Op::kMean;
-  if (mean && (mean_over == 0 || mean_over > exact::kMaxWorld)) {
-    throw InputError(detail::concat("exact accumulator: mean_over = ", mean_over,
-                                    " (a mean over 1 to 2^20 addends)"));
-  }
   const cuda_detail::ScopedDevice scope(device_);
   const cudaStream_t stream = as_stream(cuda_stream);
   // Adds pending on another stream are waited for first: the kernel must see what they did.
@@ -360,17 +350,24 @@ void CudaAccumulator::finish_alone(Op op, std::uint64_t mean_over, float* d_out,
   plan_uploaded_ = false;
   host_.plan_into(words.data(), 1, plan_);
   std::vector<std::int64_t> block_words;
-  std::vector<float> out(kBlock);
   for (std::size_t b = 0; b < blocks_; ++b) {
     if (residence_host_[b] == kOnDevice) continue;
     const std::size_t n = block_elements(count_, b);
     block_words.assign(static_cast<std::size_t>(plan_.limbs[b] + plan_.special[b]) * n, 0);
     host_.export_block(plan_, b, block_words.data());
-    finish_accumulated_block(plan_, b, block_words.data(), op, mean_over, count_, out.data());
-    RV_CUDA_CHECK(cudaMemcpyAsync(d_out + b * kBlock, out.data(), n * sizeof(float),
-                                  cudaMemcpyHostToDevice, stream));
-    RV_CUDA_CHECK(cudaStreamSynchronize(stream));
+    finish_host_block(b, block_words.data(), op, mean_over, d_out, stream);
   }
+}
+
+void CudaAccumulator::finish_host_block(std::size_t b, const std::int64_t* words, Op op,
+                                        std::uint64_t mean_over, float* d_out, void* cuda_stream) {
+  const cudaStream_t stream = as_stream(cuda_stream);
+  std::vector<float> out(kBlock);
+  finish_accumulated_block(plan_, b, words, op, mean_over, count_, out.data());
+  RV_CUDA_CHECK(cudaMemcpyAsync(d_out + b * kBlock, out.data(),
+                                block_elements(count_, b) * sizeof(float), cudaMemcpyHostToDevice,
+                                stream));
+  RV_CUDA_CHECK(cudaStreamSynchronize(stream));  // `out` goes when this returns
 }
 
 const AccumulatorPlan& CudaAccumulator::planned() const {

@@ -77,6 +77,9 @@ class CudaAccumulator {
   void download_states(void* cuda_stream);
   void upload_plan(void* cuda_stream);
   void move_to_host(std::size_t block, void* cuda_stream);
+  // Block b's results from its words under plan_, rounded on the host and copied into d_out.
+  void finish_host_block(std::size_t b, const std::int64_t* words, Op op, std::uint64_t mean_over,
+                         float* d_out, void* cuda_stream);
 
   struct PendingAdd {
     const float* values;

@@ -537,17 +537,21 @@ void ExactAccumulator::export_block(const AccumulatorPlan& plan, std::size_t b,
   }
 }
 
+void check_mean_over(Op op, std::uint64_t mean_over) {
+  if (op == Op::kMean && (mean_over == 0 || mean_over > exact::kMaxWorld)) {
+    throw InputError(detail::concat("exact accumulator: mean_over = ", mean_over,
+                                    " (a mean over 1 to 2^20 addends)"));
+  }
+}
+
 std::uint64_t summed_micro_batches(const AccumulatorPlan&, const std::int64_t* summed) {
   return static_cast<std::uint64_t>(summed[0]);
 }
 
 void finish_accumulated(const AccumulatorPlan& plan, const std::int64_t* summed, Op op,
                         std::uint64_t mean_over, std::size_t count, float* out, DType dtype) {
+  check_mean_over(op, mean_over);
   const bool mean = op == Op::kMean;
-  if (mean && (mean_over == 0 || mean_over > exact::kMaxWorld)) {
-    throw InputError(detail::concat("exact accumulator: mean_over = ", mean_over,
-                                    " (a mean over 1 to 2^20 addends)"));
-  }
   // The summed words are the exact contract's buffer (docs/DESIGN.md §2.4) with M in W's
   // place as the mean's divisor: its vectorised round (host_exact.h) applies, one-limb blocks
   // in double where that is proven exact, every other block by the law.
@@ -567,11 +571,8 @@ void finish_accumulated(const AccumulatorPlan& plan, const std::int64_t* summed,
 
 void finish_accumulated_block(const AccumulatorPlan& plan, std::size_t b, const std::int64_t* in,
                               Op op, std::uint64_t mean_over, std::size_t count, float* o) {
+  check_mean_over(op, mean_over);
   const bool mean = op == Op::kMean;
-  if (mean && (mean_over == 0 || mean_over > exact::kMaxWorld)) {
-    throw InputError(detail::concat("exact accumulator: mean_over = ", mean_over,
-                                    " (a mean over 1 to 2^20 addends)"));
-  }
   const auto divisor = static_cast<std::uint32_t>(mean ? mean_over : 1);
   const std::size_t n = block_elements(count, b);
   const int limbs = plan.limbs[b];

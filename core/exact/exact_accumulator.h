@@ -140,6 +140,8 @@ class ExactAccumulator {
   std::vector<std::uint32_t> free_slots_;               // slots no block holds
 };
 
+// InputError unless op is a sum or mean_over is 1 to exact::kMaxWorld: every finish checks it.
+void check_mean_over(Op op, std::uint64_t mean_over);
 // The micro-batches of every rank, from the summed digit words.
 std::uint64_t summed_micro_batches(const AccumulatorPlan& plan, const std::int64_t* summed);
 // The results from the summed digit words: RN(S) for op sum, RN(S / mean_over) for op mean

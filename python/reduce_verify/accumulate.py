@@ -281,10 +281,7 @@ class ExactGradAccumulator:
         return dist.get_world_size(self._group) if dist.is_initialized() else 1
 
     def _all_reduce(self, tensor, op):
-        # A world of one reduces to its own words: no collective, no copy to and from the
-        # communication device.
-        if self._world() == 1:
-            return tensor
+        # Only a world of two or more gets here: a world of one finishes alone (_reduce).
         moved = tensor.to(self._comm_device())
         dist.all_reduce(moved, op=op, group=self._group)
         return moved

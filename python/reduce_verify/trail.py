@@ -99,8 +99,7 @@ class PendingTree:
     def __init__(self, size, leaves, keep=None, arena=None, arena_at=0):
         self.size, self.leaves, self.keep = size, leaves, keep
         self.arena, self.arena_at = arena, arena_at
-        self.leaf_bytes = 16 * (-(-size // TREE_LEAF_BYTES)) if arena is not None \
-            else leaves.numel()  # 16 bytes a leaf
+        self.leaf_bytes = _leaf_bytes(size)
         self.device = arena.device if arena is not None else leaves.device
         self.copy = None  # the StepCopy that holds its leaves on the host
         self.at = 0  # where u64_le(size) and the leaves start in that copy's buffer
@@ -207,6 +206,23 @@ def _cuda_pieces_function():
     return function
 
 
+def _leaf_bytes(size):
+    """The leaf digests' bytes of a tree over `size` bytes: 16 a 4 KiB leaf."""
+    return 16 * (-(-size // TREE_LEAF_BYTES))
+
+
+def _leaf_destination(device, size, arenas):
+    """Where the leaves of a tree over `size` bytes go: (device address, their own tensor or
+    None, (arena, offset) or (None, 0)), in the step's arena when `arenas` (Trail._arena_slot)
+    has room, else in a tensor of their own."""
+    slot = arenas(device, _leaf_bytes(size)) if arenas is not None else None
+    if slot is None:
+        leaves = torch.empty(_leaf_bytes(size), dtype=torch.uint8, device=device)
+        return leaves.data_ptr(), leaves, (None, 0)
+    arena, at = slot
+    return arena.base + at + 8, None, slot
+
+
 def tree_digest_cuda_pieces(tensors, function, arenas=None):
     """The tree of the concatenation of CUDA tensors of one dtype on one device, read in place
     (no concatenated copy): a PendingTree, as tree_digest_cuda of torch.cat of their flattened
@@ -223,21 +239,12 @@ def tree_digest_cuda_pieces(tensors, function, arenas=None):
         table[2 * k], table[2 * k + 1] = flat.data_ptr(), nbytes
         size += nbytes
     device = flats[0].device
-    leaf_bytes = 16 * (-(-size // TREE_LEAF_BYTES))
-    slot = arenas(device, leaf_bytes) if arenas is not None else None
-    if slot is None:
-        leaves = torch.empty(leaf_bytes, dtype=torch.uint8, device=device)
-        address = leaves.data_ptr()
-    else:
-        arena, at = slot
-        address = arena.base + at + 8
+    address, leaves, slot = _leaf_destination(device, size, arenas)
     stream = torch.cuda.current_stream(device).cuda_stream
     _library.check(function(device.index if device.index is not None else
                             torch.cuda.current_device(), table, len(flats),
                             address if size else None, stream))
-    if slot is None:
-        return PendingTree(size, leaves, flats)
-    return PendingTree(size, None, flats, arena, at)
+    return PendingTree(size, leaves, flats, *slot)
 
 
 def tree_digest_cuda(tensor, function, arenas=None):
@@ -250,21 +257,12 @@ def tree_digest_cuda(tensor, function, arenas=None):
     size = flat.numel() * flat.element_size()
     if size % 4 or flat.data_ptr() % 4:
         return tree_digest(flat)
-    leaf_bytes = 16 * (-(-size // TREE_LEAF_BYTES))
-    slot = arenas(flat.device, leaf_bytes) if arenas is not None else None
-    if slot is None:
-        leaves = torch.empty(leaf_bytes, dtype=torch.uint8, device=flat.device)
-        address = leaves.data_ptr()
-    else:
-        arena, at = slot
-        address = arena.base + at + 8
+    address, leaves, slot = _leaf_destination(flat.device, size, arenas)
     device = flat.device.index if flat.device.index is not None else torch.cuda.current_device()
     stream = torch.cuda.current_stream(flat.device).cuda_stream
     _library.check(function(device, flat.data_ptr() if size else None, size,
                             address if size else None, stream))
-    if slot is None:
-        return PendingTree(size, leaves)
-    return PendingTree(size, None, None, arena, at)
+    return PendingTree(size, leaves, None, *slot)
 
 
 def _side_future(device):
