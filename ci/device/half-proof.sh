@@ -13,12 +13,13 @@
 # step runs, and summary.txt says what failed.
 #   usage (device machine, repository root):  bash ci/device/half-proof.sh
 set -uo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-bundle="$root/build-device"
 out=${OUT:-/tmp/rv-half-out}
+log=half.log
+# root, bundle, summary and the CLI's shim (which sets the bundle's lib/ for the CLI alone:
+# every call of the CLI, the compare steps and the Python test's included, needs Debian's
+# Gloo from there); this script's own step, with a time budget, follows.
+source "$(dirname "$0")/steps.sh"
 cpu_report=${CPU_REPORT:-"$root/golden/boxes/cpu-gloo-half.json"}
-mkdir -p "$out"
-summary="$out/summary.txt"
 log="$out/half.log"
 : >"$summary"
 : >"$log"
@@ -44,7 +45,7 @@ step() {  # step NAME SECONDS command...
   return $rc
 }
 libs() { echo "LD_LIBRARY_PATH=${nccl_dirs[$1]}:$bundle/lib"; }
-cli="$bundle/bin/reduce-verify"
+cli="$shim"
 
 note "machine: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -1)"
 note "bundle: $(head -1 "$bundle/BUILD")"

@@ -64,16 +64,20 @@ using FormatOf = std::conditional_t<kF16, Float16Format, BFloat16Format>;
 
 // What the one pass keeps of one element's addends (as exact_stacked_kernel.cu's).
 struct ElementSum {
-  double sum = -0.0;          // Σ x in double: −0 + x = x for every x, +0 included
+  double sum = 0.0;           // Σ x in double, started by slot 0's addend (add's `first`)
   std::uint32_t largest = 0;  // the largest |x| as bits (NaN and ±Inf patterns are the largest)
   std::uint32_t smallest_less_one = 0xFFFFFFFFu;  // the smallest nonzero |x| as bits, minus 1
 };
 
-__device__ __forceinline__ void add(ElementSum& e, float x) {
+// `first`: x is slot 0's addend, and the sum starts as x itself. That is the law's sum from
+// −0 (−0 + x = x for every x, −0 included), without relying on a −0 start value: the
+// two-units shape, whose sums start as an array of these structs, returned +0 for sums of
+// −0s on an H100 (issue 37) where this kernel's one-unit shape and the law give −0.
+__device__ __forceinline__ void add(ElementSum& e, float x, bool first) {
   const std::uint32_t magnitude = float_bits(x) & 0x7FFFFFFFu;
   e.largest = max(e.largest, magnitude);
   e.smallest_less_one = min(e.smallest_less_one, magnitude - 1u);  // ±0 wraps: never the min
-  e.sum = __dadd_rn(e.sum, static_cast<double>(x));
+  e.sum = first ? static_cast<double>(x) : __dadd_rn(e.sum, static_cast<double>(x));
 }
 
 // max(biased exponent, 1) of a binary32 magnitude: its bits lie in [e − 1, e + 22].
@@ -148,7 +152,7 @@ __device__ __forceinline__ std::uint16_t exact_element(const HalfTable& t, const
                                                        std::size_t i) {
   ElementSum e;
   for (std::uint32_t r = 0; r < t.world; ++r) {
-    add(e, half_kernel_detail::widen<kF16>(half_kernel_detail::load_element(t, r, i)));
+    add(e, half_kernel_detail::widen<kF16>(half_kernel_detail::load_element(t, r, i)), r == 0);
   }
   std::uint16_t result;
   if (settle<kF16, kMean, kPowerOfTwo>(e, a, result)) return result;
@@ -221,7 +225,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
           if (first + v * threads >= t.units) break;
 #pragma unroll
           for (int k = 0; k < static_cast<int>(kUnit); ++k) {
-            add(e[v][k], widen<kF16>(half_of(held[j][v], k)));
+            add(e[v][k], widen<kF16>(half_of(held[j][v], k)), r + j == 0);
           }
         }
       }
