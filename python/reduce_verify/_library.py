@@ -77,8 +77,8 @@ def library_path() -> pathlib.Path:
     """Where the library will be loaded from (raises LibraryNotFound naming the places)."""
     return packaged_file(
         "REDUCE_VERIFY_LIB", "_lib", LIBRARY_NAME,
-        "Build it (./ci/build.sh builds build/capi/) and install the package with `pip install "
-        "--no-build-isolation ./python`, or point REDUCE_VERIFY_LIB at the built file.")
+        "Install the package with `pip install ./python` (it builds the library), or point "
+        "REDUCE_VERIFY_LIB at a built one (./ci/build.sh builds build/capi/).")
 
 
 def library() -> ctypes.CDLL:

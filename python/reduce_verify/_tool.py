@@ -1,5 +1,5 @@
-"""The reduce-verify command-line tool that the wheel carries (setup.py copies the built
-binary into _bin/): `reduce-verify …` where pip put its scripts, or `python -m reduce_verify
+"""The reduce-verify command-line tool that the wheel carries (`pip install ./python` builds
+it into _bin/): `reduce-verify …` where pip put its scripts, or `python -m reduce_verify
 …` anywhere the package is importable. $REDUCE_VERIFY names another binary."""
 
 import os
@@ -17,8 +17,8 @@ def tool_path() -> pathlib.Path:
     """The reduce-verify binary: $REDUCE_VERIFY if set, else the package's own copy."""
     return packaged_file(
         "REDUCE_VERIFY", "_bin", TOOL_NAME,
-        "The wheel carries the tool when it was built next to the library (python/build_clib.sh "
-        "builds both); or point REDUCE_VERIFY at a built build/verify/reduce-verify.")
+        "`pip install ./python` builds it into the package; or point REDUCE_VERIFY at a "
+        "built build/verify/reduce-verify.")
 
 
 def main(argv: Optional[List[str]] = None) -> None:
