@@ -1,12 +1,12 @@
 // The C ABI's exact gradient accumulator on a GPU (rv_accumulator_create with device ≥ 0):
 // core/cuda/cuda_accumulator.h behind the handle's interface.
 //
-// bf16 and f16 (correct, not the fastest): an add widens the values on the device
-// (core/cuda/dtype_kernel.h, exact) into a binary32 copy that the binary32 accumulator adds;
-// the copy is kept until the add is settled, since a settle may read the values again. The
-// finish rounds each exact sum once, directly to the dtype, which only the host's rounding
-// does yet: the summed words are copied to the host, rounded there under the same plan, and
-// the results copied back.
+// bf16 and f16: an add widens the values on the device (core/cuda/dtype_kernel.h, exact) into
+// a binary32 copy that the binary32 accumulator adds; the copy is kept until the add is
+// settled, since a settle may read the values again. The finish rounds each exact sum once,
+// straight to the dtype, on the device (core/cuda/accumulator_kernel.h), as for f32: no host
+// round trip unless a block lives on the host.
+#include <utility>
 #include <vector>
 
 #include "capi/accumulator_handle.h"
@@ -15,12 +15,9 @@
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/device_buffer.h"
 #include "core/cuda/dtype_kernel.h"
-#include "core/dtype_arrays.h"
 
 namespace rv::capi {
 namespace {
-
-cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream); }
 
 class DeviceAccumulator final : public rv_accumulator {
  public:
@@ -70,41 +67,11 @@ class DeviceAccumulator final : public rv_accumulator {
   }
   void finish(const std::int64_t* summed, Op op, std::uint64_t mean_over, DType dtype, void* out,
               void* stream) override {
-    if (dtype == DType::kF32) {
-      accumulator_.finish(summed, op, mean_over, static_cast<float*>(out), stream);
-      return;
-    }
-    // The layout of the summed words: the device accumulator's plan (its host accumulator's
-    // plan of the agreed words).
-    const AccumulatorPlan& plan = accumulator_.planned();
-    const cuda_detail::ScopedDevice scope(accumulator_.device());
-    const cudaStream_t s = as_stream(stream);
-    std::vector<std::int64_t> words(plan.words);
-    RV_CUDA_CHECK(cudaMemcpyAsync(words.data(), summed, words.size() * sizeof(std::int64_t),
-                                  cudaMemcpyDeviceToHost, s));
-    RV_CUDA_CHECK(cudaStreamSynchronize(s));
-    std::vector<float> results(count());
-    finish_accumulated(plan, words.data(), op, mean_over, results.size(), results.data(), dtype);
-    std::vector<unsigned char> bytes(results.size() * dtype_bytes(dtype));
-    narrow_into(results.data(), results.size(), dtype, bytes.data());  // exact: values of it
-    RV_CUDA_CHECK(cudaMemcpyAsync(out, bytes.data(), bytes.size(), cudaMemcpyHostToDevice, s));
-    RV_CUDA_CHECK(cudaStreamSynchronize(s));
+    accumulator_.finish(summed, op, mean_over, dtype, out, stream);
   }
   void finish_alone(Op op, std::uint64_t mean_over, DType dtype, void* out, void* stream) override {
-    if (dtype == DType::kF32) {
-      accumulator_.finish_alone(op, mean_over, static_cast<float*>(out), stream);
-      widened_.clear();  // settled
-      return;
-    }
-    // bf16 and f16 are rounded on the host from the words (finish): the rounds of a world of
-    // one, then the words' path.
-    std::vector<std::int64_t> words(agreement_size());
-    agreement_words(0, op, mean_over, words.data(), stream);
-    const std::size_t digit_words = plan(words.data(), 1);
-    const cuda_detail::ScopedDevice scope(accumulator_.device());
-    DeviceBuffer d_words(accumulator_.device(), digit_words * sizeof(std::int64_t));
-    export_digits(static_cast<std::int64_t*>(d_words.data()), stream);
-    finish(static_cast<const std::int64_t*>(d_words.data()), op, mean_over, dtype, out, stream);
+    accumulator_.finish_alone(op, mean_over, dtype, out, stream);
+    widened_.clear();  // settled
   }
   void footprint(std::size_t* bytes, std::size_t* wide, std::size_t* flagged) const override {
     *bytes = accumulator_.bytes();

@@ -96,9 +96,9 @@ RV_C_API rv_status rv_cuda_fold_stacked(int device, const float* d_stacked, uint
                                         size_t slot_stride, size_t n, int op, float* d_out,
                                         void* cuda_stream);
 
-/* The fixed-order fold of elements of `dtype` on a GPU: each slot widened into a scratch
- * binary32 table on `cuda_stream` (stream-ordered memory: the call still returns once the work
- * is enqueued), the binary32 kernel, the result narrowed into d_out. */
+/* The fixed-order fold of elements of `dtype` on a GPU: one kernel on `cuda_stream` reads the
+ * 2-byte values, folds them widened to binary32 and narrows each result once (RV_DTYPE_F32:
+ * rv_cuda_fold_stacked); no scratch memory, and the call returns once it is enqueued. */
 RV_C_API rv_status rv_cuda_fold_stacked_dtype(int device, const void* d_stacked, uint32_t world,
                                               size_t slot_stride, size_t n, int op, int dtype,
                                               void* d_out, void* cuda_stream);
@@ -111,10 +111,9 @@ RV_C_API rv_status rv_cuda_exact_reduce_stacked(int device, const float* d_stack
                                                 void* cuda_stream);
 
 /* The exact contract over elements of `dtype` on a GPU. RV_DTYPE_F32 is
- * rv_cuda_exact_reduce_stacked. For bf16 and f16 the device has no kernel yet that rounds an
- * exact sum to a half format (docs/DESIGN.md §2.5), and rounding the binary32 result again
- * would round twice: the table is copied to the host, reduced there by the law and copied
- * back, and the call returns once `cuda_stream` has finished it (correct, not fast). */
+ * rv_cuda_exact_reduce_stacked. For bf16 and f16 one kernel on `cuda_stream` rounds each exact
+ * sum (or mean) straight to the half format (docs/DESIGN.md §2.5), never through binary32; no
+ * host synchronisation, and the call returns once it is enqueued. */
 RV_C_API rv_status rv_cuda_exact_reduce_stacked_dtype(int device, const void* d_stacked,
                                                       uint32_t world, size_t slot_stride, size_t n,
                                                       int op, int dtype, void* d_out,

@@ -166,7 +166,8 @@ void BM_AccumulatorExportAndFinish(benchmark::State& state) {
   for (auto _ : state) {
     const auto t0 = std::chrono::steady_clock::now();
     acc.export_digits(static_cast<std::int64_t*>(digits.data()), nullptr);
-    acc.finish(static_cast<std::int64_t*>(digits.data()), Op::kMean, 8, out.floats(), nullptr);
+    acc.finish(static_cast<std::int64_t*>(digits.data()), Op::kMean, 8, DType::kF32, out.floats(),
+               nullptr);
     ok(cudaStreamSynchronize(nullptr), "sync");
     const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     s.push_back(t);

@@ -3,8 +3,10 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "core/cuda/cuda_check.h"
+#include "core/dtype_law.h"
 #include "core/exact/exact_accumulator.h"
 #include "core/exact/exact_law.h"
 
@@ -187,8 +189,23 @@ struct FinishSource {
   }
 };
 
+// A binary32 result as it is; a half one by the law's rounding straight to its format.
+template <class F>
+struct FinishOutput {
+  using Element = std::uint16_t;
+};
+template <>
+struct FinishOutput<Binary32Format> {
+  using Element = float;
+};
+
+// F = Binary32Format: the results as floats. BFloat16Format, Float16Format: each exact sum (or
+// mean) rounded once to the format by the law (exact::round_one_limb<F>, the host's rounding
+// in core/exact/exact_accumulator.cc), never through binary32.
+template <class F>
 __global__ void finish_kernel(FinishSource source, std::size_t count, bool mean,
-                              std::uint32_t divisor, float* __restrict__ out) {
+                              std::uint32_t divisor,
+                              typename FinishOutput<F>::Element* __restrict__ out) {
   const std::size_t b = blockIdx.x;
   const std::int64_t* in = nullptr;
   int bottom = 0;
@@ -211,15 +228,40 @@ __global__ void finish_kernel(FinishSource source, std::size_t count, bool mean,
     std::uint32_t r = 0;
     if (!zero) {
       const std::int64_t d = in[i];
-      if (d > -(std::int64_t{1} << 51) && d < (std::int64_t{1} << 51)) {
+      if (std::is_same_v<F, Binary32Format> && d > -(std::int64_t{1} << 51) &&
+          d < (std::int64_t{1} << 51)) {
         const double v = static_cast<double>(d);  // exact
         r = __float_as_uint(
             __double2float_rn(divided ? __ddiv_rn(v, factor) : __dmul_rn(v, factor)));
       } else {
-        r = exact::round_one_limb(d, bottom, divisor, mean);
+        r = exact::round_one_limb<F>(d, bottom, divisor, mean);
       }
     }
-    out[b * exact::kBlock + i] = __uint_as_float(r);
+    if constexpr (std::is_same_v<F, Binary32Format>) {
+      out[b * exact::kBlock + i] = __uint_as_float(r);
+    } else {
+      out[b * exact::kBlock + i] = static_cast<std::uint16_t>(r);
+    }
+  }
+}
+
+// finish_kernel<F> for `dtype` over `blocks` CUDA blocks.
+void launch_finish(const FinishSource& source, std::size_t blocks, std::size_t count, bool mean,
+                   std::uint32_t divisor, DType dtype, void* d_out, cudaStream_t stream) {
+  const auto grid = static_cast<unsigned>(blocks);
+  switch (dtype) {
+    case DType::kF32:
+      finish_kernel<Binary32Format><<<grid, kThreads, 0, stream>>>(
+          source, count, mean, divisor, static_cast<float*>(d_out));
+      break;
+    case DType::kBF16:
+      finish_kernel<BFloat16Format><<<grid, kThreads, 0, stream>>>(
+          source, count, mean, divisor, static_cast<std::uint16_t*>(d_out));
+      break;
+    case DType::kF16:
+      finish_kernel<Float16Format><<<grid, kThreads, 0, stream>>>(
+          source, count, mean, divisor, static_cast<std::uint16_t*>(d_out));
+      break;
   }
 }
 
@@ -258,26 +300,26 @@ void launch_accumulator_export(const DeviceAccumulatorState& state,
 }
 
 void launch_accumulator_finish(const DeviceAccumulatorPlan& plan, const std::int64_t* d_summed,
-                               std::size_t count, bool mean, std::uint32_t divisor, float* d_out,
-                               void* cuda_stream) {
+                               std::size_t count, bool mean, std::uint32_t divisor, DType dtype,
+                               void* d_out, void* cuda_stream) {
   if (plan.blocks == 0) return;
   FinishSource source;
   source.plan = plan;
   source.summed = d_summed;
-  finish_kernel<<<static_cast<unsigned>(plan.blocks), kThreads, 0,
-                  static_cast<cudaStream_t>(cuda_stream)>>>(source, count, mean, divisor, d_out);
+  launch_finish(source, plan.blocks, count, mean, divisor, dtype, d_out,
+                static_cast<cudaStream_t>(cuda_stream));
   RV_CUDA_CHECK_LAUNCH("accumulator finish_kernel");
 }
 
 void launch_accumulator_finish_alone(const DeviceAccumulatorState& state, bool mean,
-                                     std::uint32_t divisor, float* d_out, void* cuda_stream) {
+                                     std::uint32_t divisor, DType dtype, void* d_out,
+                                     void* cuda_stream) {
   const std::size_t blocks = (state.count + exact::kBlock - 1) / exact::kBlock;
   if (blocks == 0) return;
   FinishSource source;
   source.own = state;
-  finish_kernel<<<static_cast<unsigned>(blocks), kThreads, 0,
-                  static_cast<cudaStream_t>(cuda_stream)>>>(source, state.count, mean, divisor,
-                                                            d_out);
+  launch_finish(source, blocks, state.count, mean, divisor, dtype, d_out,
+                static_cast<cudaStream_t>(cuda_stream));
   RV_CUDA_CHECK_LAUNCH("accumulator finish_kernel (alone)");
 }
 

@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/dtype.h"
+
 namespace rv {
 
 // The device's accumulator state: per element a digit, per block of exact::kBlock elements
@@ -54,16 +56,18 @@ void launch_accumulator_export(const DeviceAccumulatorState& state,
                                void* cuda_stream);
 
 // Results of the kZero and kOneLimb blocks from the summed words: RN(S), or RN(S / divisor)
-// when mean (1 ≤ divisor ≤ 2^20).
+// when mean (1 ≤ divisor ≤ 2^20), rounded once to `dtype` (docs/DESIGN.md §2.5), into d_out:
+// elements of that dtype (4 bytes for f32, 2 for bf16 and f16).
 void launch_accumulator_finish(const DeviceAccumulatorPlan& plan, const std::int64_t* d_summed,
-                               std::size_t count, bool mean, std::uint32_t divisor, float* d_out,
-                               void* cuda_stream);
+                               std::size_t count, bool mean, std::uint32_t divisor, DType dtype,
+                               void* d_out, void* cuda_stream);
 
 // A world of one, with no plan: the results of every block that lives on the device from its
 // own digits and bottom, read in place (a block's one digit an element is its own one-limb
 // window, the window a plan of its own agreement words would export); the blocks marked for or
 // living on the host are left to it.
 void launch_accumulator_finish_alone(const DeviceAccumulatorState& state, bool mean,
-                                     std::uint32_t divisor, float* d_out, void* cuda_stream);
+                                     std::uint32_t divisor, DType dtype, void* d_out,
+                                     void* cuda_stream);
 
 }  // namespace rv

@@ -6,6 +6,7 @@
 #include <cstddef>
 
 #include "core/cuda/cuda_check.h"
+#include "core/dtype_arrays.h"
 #include "core/error.h"
 
 namespace rv {
@@ -301,7 +302,7 @@ void CudaAccumulator::export_digits(std::int64_t* d_words, void* cuda_stream) {
 }
 
 void CudaAccumulator::finish(const std::int64_t* d_summed, Op op, std::uint64_t mean_over,
-                             float* d_out, void* cuda_stream) {
+                             DType dtype, void* d_out, void* cuda_stream) {
   if (!planned_) throw InputError("CudaAccumulator: finish before plan");
   check_mean_over(op, mean_over);
   const bool mean = op == Op::kMean;
@@ -309,7 +310,8 @@ void CudaAccumulator::finish(const std::int64_t* d_summed, Op op, std::uint64_t 
   const cudaStream_t stream = as_stream(cuda_stream);
   upload_plan(stream);  // a no-op after export_digits
   launch_accumulator_finish(device_plan(), d_summed, count_, mean,
-                            static_cast<std::uint32_t>(mean ? mean_over : 1), d_out, cuda_stream);
+                            static_cast<std::uint32_t>(mean ? mean_over : 1), dtype, d_out,
+                            cuda_stream);
   std::vector<std::int64_t> summed;
   for (std::size_t b = 0; b < blocks_; ++b) {
     if (kind_host_[b] != kSkip) continue;
@@ -318,11 +320,11 @@ void CudaAccumulator::finish(const std::int64_t* d_summed, Op op, std::uint64_t 
     RV_CUDA_CHECK(cudaMemcpyAsync(summed.data(), d_summed + plan_.offset[b], summed.size() * 8,
                                   cudaMemcpyDeviceToHost, stream));
     RV_CUDA_CHECK(cudaStreamSynchronize(stream));
-    finish_host_block(b, summed.data(), op, mean_over, d_out, stream);
+    finish_host_block(b, summed.data(), op, mean_over, dtype, d_out, stream);
   }
 }
 
-void CudaAccumulator::finish_alone(Op op, std::uint64_t mean_over, float* d_out,
+void CudaAccumulator::finish_alone(Op op, std::uint64_t mean_over, DType dtype, void* d_out,
                                    void* cuda_stream) {
   check_mean_over(op, mean_over);
   const bool mean = op == Op::kMean;
@@ -338,7 +340,7 @@ void CudaAccumulator::finish_alone(Op op, std::uint64_t mean_over, float* d_out,
   // Enqueued before the last micro-batch is resolved: the device rounds while the host waits
   // for the adds' read-back, and the blocks they marked for the host are skipped.
   launch_accumulator_finish_alone(state(), mean, static_cast<std::uint32_t>(mean ? mean_over : 1),
-                                  d_out, cuda_stream);
+                                  dtype, d_out, cuda_stream);
   resolve();
   settle();
   if (host_blocks() == 0) return;
@@ -355,19 +357,23 @@ void CudaAccumulator::finish_alone(Op op, std::uint64_t mean_over, float* d_out,
     const std::size_t n = block_elements(count_, b);
     block_words.assign(static_cast<std::size_t>(plan_.limbs[b] + plan_.special[b]) * n, 0);
     host_.export_block(plan_, b, block_words.data());
-    finish_host_block(b, block_words.data(), op, mean_over, d_out, stream);
+    finish_host_block(b, block_words.data(), op, mean_over, dtype, d_out, stream);
   }
 }
 
 void CudaAccumulator::finish_host_block(std::size_t b, const std::int64_t* words, Op op,
-                                        std::uint64_t mean_over, float* d_out, void* cuda_stream) {
+                                        std::uint64_t mean_over, DType dtype, void* d_out,
+                                        void* cuda_stream) {
   const cudaStream_t stream = as_stream(cuda_stream);
+  const std::size_t n = block_elements(count_, b);
+  const std::size_t size = dtype_bytes(dtype);
   std::vector<float> out(kBlock);
-  finish_accumulated_block(plan_, b, words, op, mean_over, count_, out.data());
-  RV_CUDA_CHECK(cudaMemcpyAsync(d_out + b * kBlock, out.data(),
-                                block_elements(count_, b) * sizeof(float), cudaMemcpyHostToDevice,
-                                stream));
-  RV_CUDA_CHECK(cudaStreamSynchronize(stream));  // `out` goes when this returns
+  finish_accumulated_block(plan_, b, words, op, mean_over, count_, out.data(), dtype);
+  std::vector<unsigned char> bytes(n * size);
+  narrow_into(out.data(), n, dtype, bytes.data());  // exact: values of the dtype (f32: a copy)
+  RV_CUDA_CHECK(cudaMemcpyAsync(static_cast<unsigned char*>(d_out) + b * kBlock * size,
+                                bytes.data(), bytes.size(), cudaMemcpyHostToDevice, stream));
+  RV_CUDA_CHECK(cudaStreamSynchronize(stream));  // `bytes` goes when this returns
 }
 
 const AccumulatorPlan& CudaAccumulator::planned() const {

@@ -13,6 +13,7 @@
 #include "core/contract.h"
 #include "core/cuda/accumulator_kernel.h"
 #include "core/cuda/device_buffer.h"
+#include "core/dtype.h"
 #include "core/exact/exact_accumulator.h"
 
 namespace rv {
@@ -55,14 +56,16 @@ class CudaAccumulator {
   // is uploaded to the device on export_digits' stream, which finish's must be ordered after:
   // d_summed is made from d_words). finish waits only where a block lives on the host.
   void export_digits(std::int64_t* d_words, void* cuda_stream);
-  void finish(const std::int64_t* d_summed, Op op, std::uint64_t mean_over, float* d_out,
-              void* cuda_stream);
+  // d_out: count() elements of `dtype`, each result rounded once to it (docs/DESIGN.md §2.5)
+  // on the device; bf16 and f16 results are 2-byte elements.
+  void finish(const std::int64_t* d_summed, Op op, std::uint64_t mean_over, DType dtype,
+              void* d_out, void* cuda_stream);
   // A world of one, in place of the three rounds (no agreement, plan or digit words): the
   // results finish would give from the words of a plan of its own agreement words, rounded
   // from the digits in place. Enqueued before the last micro-batch's adds are resolved, so the
   // host's wait for their read-back overlaps the rounding; waits only where a block lives on
   // the host. clear() next.
-  void finish_alone(Op op, std::uint64_t mean_over, float* d_out, void* cuda_stream);
+  void finish_alone(Op op, std::uint64_t mean_over, DType dtype, void* d_out, void* cuda_stream);
 
   // The plan of the last plan() (InputError before one): the layout of the summed words.
   const AccumulatorPlan& planned() const;
@@ -77,9 +80,10 @@ class CudaAccumulator {
   void download_states(void* cuda_stream);
   void upload_plan(void* cuda_stream);
   void move_to_host(std::size_t block, void* cuda_stream);
-  // Block b's results from its words under plan_, rounded on the host and copied into d_out.
+  // Block b's results from its words under plan_, rounded on the host to `dtype` and copied
+  // into d_out (elements of that dtype).
   void finish_host_block(std::size_t b, const std::int64_t* words, Op op, std::uint64_t mean_over,
-                         float* d_out, void* cuda_stream);
+                         DType dtype, void* d_out, void* cuda_stream);
 
   struct PendingAdd {
     const float* values;

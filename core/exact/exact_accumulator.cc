@@ -569,8 +569,12 @@ void finish_accumulated(const AccumulatorPlan& plan, const std::int64_t* summed,
   exact_round(summed, contract_plan, op, out, dtype);
 }
 
-void finish_accumulated_block(const AccumulatorPlan& plan, std::size_t b, const std::int64_t* in,
-                              Op op, std::uint64_t mean_over, std::size_t count, float* o) {
+namespace {
+
+// finish_accumulated_block in the format F: the law's rounding straight to F, written widened.
+template <class F>
+void finish_block_in(const AccumulatorPlan& plan, std::size_t b, const std::int64_t* in, Op op,
+                     std::uint64_t mean_over, std::size_t count, float* o) {
   check_mean_over(op, mean_over);
   const bool mean = op == Op::kMean;
   const auto divisor = static_cast<std::uint32_t>(mean ? mean_over : 1);
@@ -582,16 +586,31 @@ void finish_accumulated_block(const AccumulatorPlan& plan, std::size_t b, const 
     if (!special && limbs == 0) {
       bits = 0;
     } else if (!special && limbs == 1) {
-      bits = exact::round_one_limb(in[i], plan.bottom[b], divisor, mean);
+      bits = exact::round_one_limb<F>(in[i], plan.bottom[b], divisor, mean);
     } else {
       exact::ExactSum s{};
       for (int j = 0; j < limbs; ++j) {
         exact::add_shifted(s, in[static_cast<std::size_t>(j) * n + i], j * plan.limb_width);
       }
       const std::int64_t word = special ? in[static_cast<std::size_t>(limbs) * n + i] : 0;
-      bits = exact::round_exact_sum(s, plan.bottom[b], divisor, mean, special, word);
+      bits = exact::round_exact_sum<F>(s, plan.bottom[b], divisor, mean, special, word);
     }
-    std::memcpy(o + i, &bits, sizeof bits);
+    o[i] = widen_format<F>(bits);
+  }
+}
+
+}  // namespace
+
+void finish_accumulated_block(const AccumulatorPlan& plan, std::size_t b, const std::int64_t* in,
+                              Op op, std::uint64_t mean_over, std::size_t count, float* o,
+                              DType dtype) {
+  switch (dtype) {
+    case DType::kF32:
+      return finish_block_in<Binary32Format>(plan, b, in, op, mean_over, count, o);
+    case DType::kBF16:
+      return finish_block_in<BFloat16Format>(plan, b, in, op, mean_over, count, o);
+    case DType::kF16:
+      return finish_block_in<Float16Format>(plan, b, in, op, mean_over, count, o);
   }
 }
 

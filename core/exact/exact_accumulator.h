@@ -153,10 +153,10 @@ void finish_accumulated(const AccumulatorPlan& plan, const std::int64_t* summed,
                         DType dtype = DType::kF32);
 
 // The same for one block: its summed words (summed + plan.offset[block]) into its results
-// (out + block × kBlock).
+// (out + block × kBlock), each rounded once to `dtype` and written as its binary32 widening.
 void finish_accumulated_block(const AccumulatorPlan& plan, std::size_t block,
                               const std::int64_t* summed, Op op, std::uint64_t mean_over,
-                              std::size_t count, float* out);
+                              std::size_t count, float* out, DType dtype = DType::kF32);
 
 // The whole combine over accumulators held in one process (the tests' world, and a trainer
 // whose ranks are one process): every round as the collectives would compute it.

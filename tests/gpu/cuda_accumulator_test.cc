@@ -133,12 +133,13 @@ std::vector<std::vector<float>> combine(Ranks& ranks, Op op, std::uint64_t m, st
   DeviceBuffer d_summed(0, summed.size() * 8), d_out(0, n * sizeof(float));
   d_summed.upload(summed.data(), summed.size() * 8);
   d_out.fill_bytes(0xFF);
-  ranks.gpu[0]->finish(static_cast<std::int64_t*>(d_summed.data()), op, m, d_out.floats(), nullptr);
+  ranks.gpu[0]->finish(static_cast<std::int64_t*>(d_summed.data()), op, m, DType::kF32,
+                        d_out.floats(), nullptr);
   results.push_back(d_out.download_floats(n));
   if (world == 1) {
     // A world of one also finishes alone: from its digits in place, with no words.
     d_out.fill_bytes(0xFF);
-    ranks.gpu[0]->finish_alone(op, m, d_out.floats(), nullptr);
+    ranks.gpu[0]->finish_alone(op, m, DType::kF32, d_out.floats(), nullptr);
     results.push_back(d_out.download_floats(n));
   }
   if (!ranks.host.empty()) {
@@ -303,7 +304,7 @@ TEST(CudaAccumulator, FinishAloneSettlesTheLastMicroBatchBehindItsRounding) {
       }
       DeviceBuffer out(0, n * sizeof(float));
       out.fill_bytes(0xFF);
-      acc.finish_alone(op, 5, out.floats(), nullptr);
+      acc.finish_alone(op, 5, DType::kF32, out.floats(), nullptr);
       EXPECT_GE(acc.host_blocks(), 2u);
       EXPECT_TRUE(same_bits(reference_exact(addends, op), out.download_floats(n)))
           << to_string(dist) << (op == Op::kSum ? ", sum" : ", mean");
@@ -311,7 +312,7 @@ TEST(CudaAccumulator, FinishAloneSettlesTheLastMicroBatchBehindItsRounding) {
   }
   CudaAccumulator acc(0, 10);
   DeviceBuffer out(0, 10 * sizeof(float));
-  EXPECT_THROW(acc.finish_alone(Op::kMean, 0, out.floats(), nullptr), InputError);
+  EXPECT_THROW(acc.finish_alone(Op::kMean, 0, DType::kF32, out.floats(), nullptr), InputError);
 }
 
 TEST(CudaAccumulator, EntryChecks) {
@@ -322,7 +323,8 @@ TEST(CudaAccumulator, EntryChecks) {
   EXPECT_THROW(acc.add(values.floats(), 2048, 2000, nullptr), InputError);
   DeviceBuffer out(0, 3000 * sizeof(float)), summed(0, 8);
   EXPECT_THROW(
-      acc.finish(static_cast<std::int64_t*>(summed.data()), Op::kMean, 1, out.floats(), nullptr),
+      acc.finish(static_cast<std::int64_t*>(summed.data()), Op::kMean, 1, DType::kF32,
+                 out.floats(), nullptr),
       InputError);  // no plan yet
 }
 
