@@ -13,9 +13,11 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/arena.h"
+#include "core/dtype_law.h"
 #include "core/error.h"
 #include "core/exact/exact_reduction.h"
 #include "core/oracle/reference.h"
@@ -173,6 +175,43 @@ TEST(ExactAccumulator, SpecialValuesFollowTheLaw) {
   EXPECT_EQ(float_bits(sum[7]), 0x7F800000u);
   // A mean whose sum overflows is finite.
   EXPECT_EQ(reference_exact(addends, Op::kMean)[7], 3e38f);
+}
+
+TEST(ExactAccumulator, ABlockFinishedAloneIsTheWholeFinishInEveryDType) {
+  // finish_accumulated_block (the law per element, what a GPU accumulator's host blocks and
+  // half results use) against finish_accumulated (the vectorised round), in f32, bf16 and
+  // f16, sum and mean over a power of two and not: one-limb, wide and special blocks alike.
+  // The addends are values of every format (bf16 and f16 values are binary32 values too).
+  for (const Distribution dist : kAllDistributions) {
+    Arenas addends = make_arenas(3, 3 * exact::kBlock + 5, dist, 77);
+    for (auto& a : addends) {
+      for (std::size_t i = 0; i < a.size(); i += 3) a[i] = round_to_dtype(DType::kF16, a[i]);
+    }
+    ExactAccumulator acc(addends[0].size());
+    for (const auto& a : addends) {
+      acc.add(a.data(), 0, a.size());
+      acc.end_micro_batch();
+    }
+    for (const DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
+      for (const auto& [op, m] : {std::pair{Op::kSum, std::uint64_t{0}},
+                                  std::pair{Op::kMean, std::uint64_t{4}},
+                                  std::pair{Op::kMean, std::uint64_t{3}}}) {
+        std::vector<std::int64_t> words(acc.agreement_size());
+        acc.agreement_words(0, op, m, words.data());
+        const AccumulatorPlan plan = acc.plan(words.data(), 1);
+        std::vector<std::int64_t> digits(plan.words);
+        acc.export_digits(plan, digits.data());
+        std::vector<float> whole(acc.count()), blocks(acc.count());
+        finish_accumulated(plan, digits.data(), op, m, whole.size(), whole.data(), dtype);
+        for (std::size_t b = 0; b < plan.limbs.size(); ++b) {
+          finish_accumulated_block(plan, b, digits.data() + plan.offset[b], op, m, acc.count(),
+                                   blocks.data() + b * exact::kBlock, dtype);
+        }
+        EXPECT_EQ(first_difference(blocks, whole), "")
+            << to_string(dist) << " " << to_string(dtype) << " m = " << m;
+      }
+    }
+  }
 }
 
 TEST(ExactAccumulator, NegativeZeroSumsWhenRangesCoverDifferentPrefixes) {
