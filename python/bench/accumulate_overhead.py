@@ -30,6 +30,9 @@ import reduce_verify  # noqa: E402
 from ddp_hook_overhead import batch, make_model, synchronize  # noqa: E402
 
 
+DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
+
+
 def parse_arguments():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default=os.environ.get("OUT", "."), help="folder for the JSON")
@@ -38,6 +41,8 @@ def parse_arguments():
     parser.add_argument("--depth", type=int, default=6)
     parser.add_argument("--batches", default="256,1024,4096", help="global batch sizes")
     parser.add_argument("--micro-batches", type=int, default=4, help="K per step")
+    parser.add_argument("--dtype", default="f32", choices=sorted(DTYPES),
+                        help="the model's parameters and gradients (bf16/f16: the half finish)")
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--steps", type=int, default=6, help="steps per variant and round")
     parser.add_argument("--warmup", type=int, default=3)
@@ -51,7 +56,7 @@ def parse_arguments():
 
 
 def make(args, device, exact):
-    model = make_model(args.width, args.depth).to(device)
+    model = make_model(args.width, args.depth).to(device=device, dtype=DTYPES[args.dtype])
     ddp = torch.nn.parallel.DistributedDataParallel(
         model, device_ids=[device.index] if device.type == "cuda" else None)
     accumulator = reduce_verify.ExactGradAccumulator(ddp, dist.group.WORLD) if exact else None
@@ -157,7 +162,8 @@ def main():
         results = []
         for size in (int(b) for b in args.batches.split(",")):
             per = size // args.micro_batches
-            micro = [batch(per, 0, j, device) for j in range(args.micro_batches)]
+            micro = [tuple(t.to(DTYPES[args.dtype]) for t in batch(per, 0, j, device))
+                     for j in range(args.micro_batches)]
             variants = {"ddp_float_accumulation": make(args, device, False),
                         "exact_accumulator": make(args, device, True)}
             for ddp, optimizer, acc in variants.values():
@@ -173,7 +179,7 @@ def main():
                         synchronize(device)
                         times[name].append((time.perf_counter() - began) * 1e3)
             medians = {name: statistics.median(t) for name, t in times.items()}
-            entry = {"batch": size, "micro_batches": args.micro_batches,
+            entry = {"batch": size, "micro_batches": args.micro_batches, "dtype": args.dtype,
                      "parameters": sum(p.numel() for p in variants["exact_accumulator"][0].parameters()),
                      "step_ms_median": {k: round(v, 3) for k, v in medians.items()},
                      "ratio": round(medians["exact_accumulator"] /
@@ -186,7 +192,7 @@ def main():
                 print(f"batch {size} phases (ms per step): {entry['phases_ms_per_step']}",
                       flush=True)
             results.append(entry)
-            print(f"batch {size} (K = {args.micro_batches}): DDP float "
+            print(f"batch {size} (K = {args.micro_batches}, {args.dtype}): DDP float "
                   f"{medians['ddp_float_accumulation']:.2f} ms, exact "
                   f"{medians['exact_accumulator']:.2f} ms: {entry['ratio']}x", flush=True)
             del variants, micro
@@ -195,7 +201,9 @@ def main():
     report = {"device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
               "torch": torch.__version__, "library": reduce_verify.library_info(),
               "results": results}
-    (pathlib.Path(args.out) / "accumulate-overhead.json").write_text(json.dumps(report, indent=1))
+    name = "accumulate-overhead.json" if args.dtype == "f32" else \
+        f"accumulate-overhead-{args.dtype}.json"
+    (pathlib.Path(args.out) / name).write_text(json.dumps(report, indent=1))
     return 0
 
 
