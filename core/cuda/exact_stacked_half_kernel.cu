@@ -57,6 +57,12 @@ struct ExactHalfArgs {
   int limb_bits;
   int log2_world;          // the mean's exponent shift when W = 2^k (−1 otherwise)
   int log2_world_ceiling;  // ⌈log2 W⌉: the bits a sum of W addends may grow by
+  // The units and staged kernels' (args_of):
+  bool mean;
+  bool divide;          // mean with W not a power of two: the double quotient
+  double scale[2];      // what a unit's sums are multiplied by: even elements, odd elements
+  std::uint32_t reach;  // bf16's window check (law_lanes), both lanes
+  std::uint32_t cap;
 };
 
 template <bool kF16>
@@ -123,8 +129,8 @@ __device__ __forceinline__ bool settle(const ElementSum& e, const ExactHalfArgs&
 // into the wide sum, the special words summed, rounded once to the dtype. Out of line, so that
 // its registers do not weigh on the common path's occupancy.
 template <bool kF16>
-__device__ __noinline__ std::uint16_t rare_element(const HalfTable& t, const ExactHalfArgs& a,
-                                                   std::size_t i, bool mean) {
+__device__ __forceinline__ std::uint16_t law_of_element(const HalfTable& t, const ExactHalfArgs& a,
+                                                        std::size_t i, bool mean) {
   using half_kernel_detail::load_element;
   using half_kernel_detail::widen;
   exact::AgreementWords words;
@@ -144,6 +150,12 @@ __device__ __noinline__ std::uint16_t rare_element(const HalfTable& t, const Exa
   }
   return static_cast<std::uint16_t>(exact::round_exact_sum<FormatOf<kF16>>(
       s, window.bottom, t.world, mean, window.special, special));
+}
+
+template <bool kF16>
+__device__ __noinline__ std::uint16_t rare_element(const HalfTable& t, const ExactHalfArgs& a,
+                                                   std::size_t i, bool mean) {
+  return law_of_element<kF16>(t, a, i, mean);
 }
 
 // One element, every slot in turn: the edges and the scalar path.
@@ -265,20 +277,413 @@ void launch_for(const HalfTable& table, const ExactHalfArgs& args, Op op, cudaSt
   }
 }
 
+// ---- The units and staged kernels (issue 37) ---------------------------------------------
+//
+// The loads of fold_half_kernel.cu's units kernel (half_kernel_detail::load_round) or its
+// staged kernel (staged_units), the method of the kernel above, with less work per element:
+// * The window on packed pairs. Per word of a unit, the two elements' largest magnitude and
+//   smallest magnitude less one (mod 2^16: a ±0 gives 0xFFFF, never the minimum unless every
+//   addend is ±0) are kept as 16-bit lanes, with the 16-bit SIMD max and add-min of sm_90
+//   (VIMNMX.U16x2, VIADDMNMX.U16x2; emulated before). A unit's doubles are all taken when, for
+//   every element, the largest magnitude l and the smallest less one s satisfy
+//   l ≤ s + (D << 7), D = 45 − ⌈log2 W⌉ (bf16; law_lanes): l's exponent is then at most s's
+//   plus D, and s's exponent at most the smallest addend's, so the addends span at most D
+//   binades, which is the kernel above's condition for an exact double sum (its
+//   largest + 23 + ⌈log2 W⌉ − bottom ≤ 53 with bottom = scale + 16). f16 sums below W = 2^13
+//   are always exact (the top of the file), so f16 keeps only l, for the specials. A unit with
+//   an element with a NaN or ±Inf addend (l ≥ the Inf pattern) or a wider window is finished
+//   element by element as the kernel above finishes its edges (exact_edge, which takes the
+//   law where the double cannot).
+// * The one rounding straight from the double: round_double (one conversion on sm_90), no
+//   NaN to canonicalise (NaN sums never reach it).
+// * kHybrid: the odd elements (the high half of each word) converted to double by integer
+//   instructions instead of cvt.f64.f32, whose rate is a quarter of the integer units': the
+//   bits (s, e, m) of a bf16 placed as a double's sign, low exponent bits and top mantissa
+//   bits are the double x × 2^-896 for every finite x (a bf16 subnormal becomes the double
+//   subnormal m × 2^-1029 = x × 2^-896; ±0 stays ±0); for f16 the same with 2^-1008. Their
+//   sums are exact under the same window (below 2^-1022 a double's grid is 2^-1074, finer than
+//   any of these values), so the sum times 2^896 (or 2^1008), a power of two, is the exact
+//   sum. A NaN or ±Inf becomes a finite double here: such units go element by element anyway.
+// The mean: the sums times 2^-k for W = 2^k (the rescale and the mean in one multiplication,
+// exact), else the double quotient, as above.
+
+// A unit's sums and its window.
+struct UnitSums {
+  double sum[kUnit];
+  std::uint32_t largest[kUnit / 2];            // per word: both elements' largest magnitude
+  std::uint32_t smallest_less_one[kUnit / 2];  // per word: both elements' smallest magnitude − 1
+};
+
+// One element of a word as a double: exact. kScaled: by integer instructions, the value
+// x × 2^-896 (bf16) or x × 2^-1008 (f16), for the high half only.
+template <bool kF16, bool kHigh, bool kScaled>
+__device__ __forceinline__ double to_double(std::uint32_t w) {
+  if constexpr (kScaled) {
+    static_assert(kHigh, "only the high half is converted by shifts");
+    // An arithmetic shift puts the sign in bit 31 and the magnitude's exponent at bit 20.
+    const auto shifted = static_cast<std::uint32_t>(static_cast<std::int32_t>(w) >> (kF16 ? 6 : 3));
+    return __hiloint2double(static_cast<int>(shifted & (kF16 ? 0x81FFFC00u : 0x8FFFE000u)), 0);
+  } else {
+    const float2 v = half_kernel_detail::widen_pair<kF16>(w);
+    return static_cast<double>(kHigh ? v.y : v.x);
+  }
+}
+
+// One unit of one slot added into the unit's sums (kFirst: slot 0's, which starts them: the
+// law's sum from −0, as add() above).
+template <bool kF16, bool kHybrid, bool kFirst>
+__device__ __forceinline__ void add_unit(UnitSums& s, const Unit& x) {
+#pragma unroll
+  for (int j = 0; j < static_cast<int>(kUnit / 2); ++j) {
+    const std::uint32_t w = x.w[j];
+    const std::uint32_t magnitudes = w & 0x7FFF7FFFu;
+    s.largest[j] = __vmaxu2(s.largest[j], magnitudes);
+    if constexpr (!kF16) {
+      s.smallest_less_one[j] = __vminu2(s.smallest_less_one[j], __vsub2(magnitudes, 0x00010001u));
+    }
+    const double low = to_double<kF16, false, false>(w);
+    const double high = to_double<kF16, true, kHybrid>(w);
+    if constexpr (kFirst) {
+      s.sum[2 * j] = low;
+      s.sum[2 * j + 1] = high;
+    } else {
+      s.sum[2 * j] = __dadd_rn(s.sum[2 * j], low);
+      s.sum[2 * j + 1] = __dadd_rn(s.sum[2 * j + 1], high);
+    }
+  }
+}
+
+__device__ __forceinline__ void start_window(UnitSums& s) {
+#pragma unroll
+  for (int j = 0; j < static_cast<int>(kUnit / 2); ++j) {
+    s.largest[j] = 0;
+    s.smallest_less_one[j] = 0xFFFFFFFFu;
+  }
+}
+
+// Per word, both lanes: bit 15 of a lane set when its element must take the law (a NaN or
+// ±Inf addend; for bf16 also a window the double may not hold). For bf16, with c = (D << 7) + 1
+// (`reach` = 0x8000 − c, `cap` = 0x7F80 − c in each lane) and s'' = min(s, l, cap):
+// l − s'' ≤ 0x7FFF, so l + reach − s'' never borrows across lanes, and its bit 15 is set
+// exactly when l − s'' ≥ c: when l ≥ 0x7F80 (s'' ≤ cap), or l − s ≥ c with s ≤ cap; when
+// s > cap and l < 0x7F80, l − s < c too (the window is narrow), and so is l − cap. An element of
+// ±0s only has s = 0xFFFF and l = 0: s'' = 0, never flagged.
+template <bool kF16>
+__device__ __forceinline__ std::uint32_t law_lanes(const UnitSums& s, const ExactHalfArgs& a,
+                                                   int j) {
+  if constexpr (kF16) {
+    return s.largest[j] + (0x8000u - 0x7C00u) * 0x00010001u;
+  } else {
+    const std::uint32_t low = __vminu2(__vminu2(s.smallest_less_one[j], s.largest[j]), a.cap);
+    return s.largest[j] + a.reach - low;
+  }
+}
+
+// The result of element e (0: the low half of a word, 1: the high half) from its double: the
+// rescale (kHybrid's odd elements) and the mean, then the one rounding.
+template <bool kF16, bool kHybrid>
+__device__ __forceinline__ std::uint16_t settled(double y, const ExactHalfArgs& a, int e) {
+  if (kHybrid || a.mean) y = __dmul_rn(y, a.scale[kHybrid ? e : 0]);
+  if (a.divide) y = __ddiv_rn(y, static_cast<double>(a.world));
+  return half_kernel_detail::round_double<kF16>(y);
+}
+
+// What the element-wise path needs of the table and the arguments, small enough to pass by
+// value to an out-of-line call without weighing on the caller's registers (a kernel parameter
+// passed by reference would need an address, which puts the parameters in local memory).
+struct ElementArgs {
+  const unsigned char* stacked;
+  std::size_t stride;
+  std::uint32_t world;
+  int limb_bits;
+  int log2_world;
+  int log2_world_ceiling;
+  bool bytewise;
+  bool mean;
+  bool divide;
+};
+
+__device__ __forceinline__ ElementArgs element_args(const HalfTable& t, const ExactHalfArgs& a) {
+  return ElementArgs{t.stacked,  t.stride, t.world, a.limb_bits, a.log2_world, a.log2_world_ceiling,
+                     t.bytewise, a.mean,   a.divide};
+}
+
+// Element i by itself, as the first kernel's edges: its W addends (requested 8 at a time)
+// summed in double, settled as the first kernel settles, or by the law (rare_element's
+// computation) where the double cannot. The units kernels' edges, and every element of a unit
+// one of whose elements must take the law.
+template <bool kF16>
+__device__ __noinline__ std::uint16_t exact_edge(ElementArgs e, std::size_t i) {
+  HalfTable t{};
+  t.stacked = e.stacked;
+  t.stride = e.stride;
+  t.world = e.world;
+  t.bytewise = e.bytewise;
+  ExactHalfArgs a{};
+  a.world = e.world;
+  a.limb_bits = e.limb_bits;
+  a.log2_world = e.log2_world;
+  a.log2_world_ceiling = e.log2_world_ceiling;
+  constexpr std::uint32_t kLoads = 8;
+  ElementSum sum;
+  for (std::uint32_t r = 0; r < t.world; r += kLoads) {
+    std::uint16_t h[kLoads];
+#pragma unroll
+    for (std::uint32_t b = 0; b < kLoads; ++b) {
+      if (r + b < t.world) h[b] = half_kernel_detail::load_element(t, r + b, i);
+    }
+#pragma unroll
+    for (std::uint32_t b = 0; b < kLoads; ++b) {
+      if (r + b >= t.world) break;
+      add(sum, half_kernel_detail::widen<kF16>(h[b]), r + b == 0);
+    }
+  }
+  std::uint16_t result = 0;
+  const bool settled = !e.mean     ? settle<kF16, false, false>(sum, a, result)
+                       : !e.divide ? settle<kF16, true, true>(sum, a, result)
+                                   : settle<kF16, true, false>(sum, a, result);
+  return settled ? result : law_of_element<kF16>(t, a, i, e.mean);
+}
+
+// The elements of a unit one of whose elements must take the law (rare), element by element
+// (exact_edge: each reads its own addends before its own result is written, so an output
+// aliasing slot 0 is safe). One call for the unit: its registers, and the caller's saved
+// around it, stay off the common path.
+template <bool kF16>
+__device__ __noinline__ void finish_elementwise(ElementArgs e, unsigned char* out,
+                                                std::size_t first) {
+  for (int k = 0; k < static_cast<int>(kUnit); ++k) {
+    const std::uint16_t h = exact_edge<kF16>(e, first + k);
+    unsigned char* p = out + 2 * (first + k);
+    if (e.bytewise) {
+      p[0] = static_cast<unsigned char>(h);
+      p[1] = static_cast<unsigned char>(h >> 8);
+    } else {
+      *reinterpret_cast<std::uint16_t*>(p) = h;
+    }
+  }
+}
+
+// A unit's results: one rounding of each double (rescaled, and the mean), or, when an element
+// must take the law, finish_elementwise.
+template <bool kF16, bool kHybrid>
+__device__ __forceinline__ void finish_units_unit(const HalfTable& t, const ExactHalfArgs& a,
+                                                  std::size_t u, const UnitSums& s) {
+  std::uint32_t flagged = 0;
+#pragma unroll
+  for (int j = 0; j < static_cast<int>(kUnit / 2); ++j) flagged |= law_lanes<kF16>(s, a, j);
+  if (__builtin_expect((flagged & 0x80008000u) != 0, 0)) {
+    return finish_elementwise<kF16>(element_args(t, a), t.out, t.head + kUnit * u);
+  }
+  Unit result;
+#pragma unroll
+  for (int j = 0; j < static_cast<int>(kUnit / 2); ++j) {
+    result.w[j] =
+        static_cast<std::uint32_t>(settled<kF16, kHybrid>(s.sum[2 * j], a, 0)) |
+        (static_cast<std::uint32_t>(settled<kF16, kHybrid>(s.sum[2 * j + 1], a, 1)) << 16);
+  }
+  half_kernel_detail::store_unit(t, u, result);
+}
+
+// One round of the thread's units: slots r … r + kSlots − 1, requested together, then
+// realigned and added in ascending slot order.
+template <bool kF16, bool kHybrid, int kSlots, int kUnits, bool kFirst>
+__device__ __forceinline__ void add_round(const HalfTable& t, std::uint32_t r, std::size_t first,
+                                          std::size_t threads, const std::uint32_t (&phase)[kSlots],
+                                          const half_kernel_detail::Chunks (&held)[kSlots][kUnits],
+                                          UnitSums (&s)[kUnits]) {
+#pragma unroll
+  for (int b = 0; b < kSlots; ++b) {
+    if (r + b >= t.world) break;
+#pragma unroll
+    for (int v = 0; v < kUnits; ++v) {
+      if (first + v * threads < t.units) {
+        const Unit x = half_kernel_detail::realign(held[b][v], phase[b]);
+        if (kFirst && b == 0) {
+          add_unit<kF16, kHybrid, true>(s[v], x);
+        } else {
+          add_unit<kF16, kHybrid, false>(s[v], x);
+        }
+      }
+    }
+  }
+}
+
+template <bool kF16>
+__device__ __forceinline__ void exact_edges(const HalfTable& t, const ExactHalfArgs& a,
+                                            std::size_t thread, std::size_t threads) {
+  const std::size_t edges = half_kernel_detail::edge_count(t);
+  for (std::size_t e = threads - 1 - thread; e < edges; e += threads) {
+    const std::size_t i = half_kernel_detail::edge_element(t, e);
+    half_kernel_detail::store_element(t, i, exact_edge<kF16>(element_args(t, a), i));
+  }
+}
+
+// kSlots slots' loads of kUnits units in flight, then added; the units finished after the
+// last round.
+template <bool kF16, bool kHybrid, int kSlots, int kUnits, int kMinBlocks>
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+    exact_units_kernel(HalfTable t, ExactHalfArgs a) {
+  using half_kernel_detail::Chunks;
+  const std::size_t thread = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::size_t threads = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+
+  for (std::size_t first = thread; first < t.units; first += threads * kUnits) {
+    UnitSums s[kUnits];
+#pragma unroll
+    for (int v = 0; v < kUnits; ++v) start_window(s[v]);
+    {
+      std::uint32_t phase[kSlots];
+      Chunks held[kSlots][kUnits];
+      half_kernel_detail::load_round(t, 0, first, threads, phase, held);
+      add_round<kF16, kHybrid, kSlots, kUnits, true>(t, 0, first, threads, phase, held, s);
+    }
+    for (std::uint32_t r = kSlots; r < t.world; r += kSlots) {
+      std::uint32_t phase[kSlots];
+      Chunks held[kSlots][kUnits];
+      half_kernel_detail::load_round(t, r, first, threads, phase, held);
+      add_round<kF16, kHybrid, kSlots, kUnits, false>(t, r, first, threads, phase, held, s);
+    }
+#pragma unroll
+    for (int v = 0; v < kUnits; ++v) {
+      const std::size_t u = first + v * threads;
+      if (u < t.units) finish_units_unit<kF16, kHybrid>(t, a, u, s[v]);
+    }
+  }
+  exact_edges<kF16>(t, a, thread, threads);
+}
+
+// Where a thread is in the table: unit `first`, round `r`.
+struct Job {
+  std::size_t first;
+  std::uint32_t r;
+};
+
+// One step of the pipelined kernel: the next job's loads into `next` (when there is one),
+// then this job's chunks `held` added (and the unit finished after its last round). Returns
+// whether there is a next job; `job` becomes it.
+template <bool kF16, bool kHybrid, int kSlots>
+__device__ __forceinline__ bool pipelined_step(const HalfTable& t, const ExactHalfArgs& a,
+                                               std::size_t threads, Job& job,
+                                               const std::uint32_t (&phase)[kSlots],
+                                               const half_kernel_detail::Chunks (&held)[kSlots][1],
+                                               std::uint32_t (&next_phase)[kSlots],
+                                               half_kernel_detail::Chunks (&next)[kSlots][1],
+                                               UnitSums (&s)[1]) {
+  const bool last_round = job.r + kSlots >= t.world;
+  const Job following = last_round ? Job{job.first + threads, 0} : Job{job.first, job.r + kSlots};
+  const bool more = following.first < t.units;
+  if (more)
+    half_kernel_detail::load_round(t, following.r, following.first, threads, next_phase, next);
+  if (job.r == 0) {
+    start_window(s[0]);
+    add_round<kF16, kHybrid, kSlots, 1, true>(t, 0, job.first, threads, phase, held, s);
+  } else {
+    add_round<kF16, kHybrid, kSlots, 1, false>(t, job.r, job.first, threads, phase, held, s);
+  }
+  if (last_round) finish_units_unit<kF16, kHybrid>(t, a, job.first, s[0]);
+  job = following;
+  return more;
+}
+
+// One unit a thread, kSlots slots a round, the next round's (or the next unit's first round's)
+// loads issued before this round is added: two buffers of chunks, used in turn.
+template <bool kF16, bool kHybrid, int kSlots, int kMinBlocks>
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+    exact_pipelined_kernel(HalfTable t, ExactHalfArgs a) {
+  using half_kernel_detail::Chunks;
+  const std::size_t thread = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::size_t threads = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+
+  Job job{thread, 0};
+  if (job.first < t.units) {
+    std::uint32_t phase_a[kSlots], phase_b[kSlots];
+    Chunks held_a[kSlots][1], held_b[kSlots][1];
+    UnitSums s[1];
+    half_kernel_detail::load_round(t, 0, job.first, threads, phase_a, held_a);
+    while (pipelined_step<kF16, kHybrid, kSlots>(t, a, threads, job, phase_a, held_a, phase_b,
+                                                 held_b, s) &&
+           pipelined_step<kF16, kHybrid, kSlots>(t, a, threads, job, phase_b, held_b, phase_a,
+                                                 held_a, s)) {
+    }
+  }
+  exact_edges<kF16>(t, a, thread, threads);
+}
+
+// The units kernel's work with the loads staged through shared memory
+// (half_kernel_detail::staged_units): kSlots slots a round, kStages − 1 rounds in flight, no
+// chunk held in registers while it is in flight.
+template <bool kF16, bool kHybrid, int kSlots, int kStages, int kMinBlocks>
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+    exact_staged_kernel(HalfTable t, ExactHalfArgs a) {
+  const std::size_t thread = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::size_t threads = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  UnitSums s;
+  half_kernel_detail::staged_units<kSlots, kStages>(
+      t,
+      [&](const Unit& x, bool first) {
+        if (first) {
+          start_window(s);
+          add_unit<kF16, kHybrid, true>(s, x);
+        } else {
+          add_unit<kF16, kHybrid, false>(s, x);
+        }
+      },
+      [&](std::size_t u) { finish_units_unit<kF16, kHybrid>(t, a, u, s); });
+  exact_edges<kF16>(t, a, thread, threads);
+}
+
 template <bool kF16>
 void launch_shaped(const HalfTable& table, const ExactHalfArgs& args, Op op, cudaStream_t stream,
                    detail::HalfExactShape shape) {
-  if (shape == detail::HalfExactShape::kTwoUnits) {
-    launch_for<kF16, 2, 2>(table, args, op, stream);
-  } else {
-    launch_for<kF16, 1, 3>(table, args, op, stream);
+  const auto launch = [&](auto kernel, std::size_t units_per_thread, const char* name) {
+    kernel<<<half_kernel_detail::grid_for_units(kernel, table, units_per_thread), kThreads, 0,
+             stream>>>(table, args);
+    RV_CUDA_CHECK_LAUNCH(name);
+  };
+  switch (shape) {
+    case detail::HalfExactShape::kOneUnit:
+      return launch_for<kF16, 1, 3>(table, args, op, stream);
+    case detail::HalfExactShape::kTwoUnits:
+      return launch_for<kF16, 2, 2>(table, args, op, stream);
+    case detail::HalfExactShape::kSlots4:
+      return launch(exact_units_kernel<kF16, false, 4, 1, 2>, 1, "exact_units_kernel<4x1>");
+    case detail::HalfExactShape::kSlots2Pipelined:
+      return launch(exact_pipelined_kernel<kF16, false, 2, 2>, 1, "exact_pipelined_kernel<2>");
+    case detail::HalfExactShape::kStaged2x4:
+      return launch(exact_staged_kernel<kF16, false, 2, 4, 2>, 1, "exact_staged_kernel<2x4>");
+    case detail::HalfExactShape::kStaged2x4Hybrid:
+      return launch(exact_staged_kernel<kF16, true, 2, 4, 2>, 1, "exact_staged_kernel<2x4 hybrid>");
+    case detail::HalfExactShape::kStaged4x2:
+      return launch(exact_staged_kernel<kF16, false, 4, 2, 2>, 1, "exact_staged_kernel<4x2>");
   }
+  throw InternalError("unknown half exact shape");
 }
 
 // k when W = 2^k, −1 otherwise.
 int log2_if_power_of_two(std::uint32_t world) {
   const int k = exact::log2_ceiling(world);
   return (std::uint32_t{1} << k) == world ? k : -1;
+}
+
+ExactHalfArgs args_of(std::uint32_t world, Op op, DType dtype) {
+  ExactHalfArgs a{};
+  a.world = world;
+  a.limb_bits = exact::limb_bits(world);
+  a.log2_world = log2_if_power_of_two(world);
+  a.log2_world_ceiling = exact::log2_ceiling(world);
+  a.mean = op == Op::kMean;
+  a.divide = a.mean && a.log2_world < 0;
+  // Even elements: the double is the value; odd ones (kHybrid): the value times 2^-896 or
+  // 2^-1008. A power-of-two mean's 2^-k joins the rescale.
+  const int shift = a.mean && !a.divide ? a.log2_world : 0;
+  a.scale[0] = std::ldexp(1.0, -shift);
+  a.scale[1] = std::ldexp(1.0, (dtype == DType::kF16 ? 1008 : 896) - shift);
+  // bf16's window: D = 45 − ⌈log2 W⌉ binades (law_lanes), c = (D << 7) + 1.
+  const std::uint32_t c = (static_cast<std::uint32_t>(45 - a.log2_world_ceiling) << 7) + 1u;
+  a.reach = (0x8000u - c) * 0x00010001u;
+  a.cap = (0x7F80u - c) * 0x00010001u;
+  return a;
 }
 
 }  // namespace
@@ -296,6 +701,16 @@ const char* to_string(HalfExactShape shape) {
       return "one-unit";
     case HalfExactShape::kTwoUnits:
       return "two-units";
+    case HalfExactShape::kSlots4:
+      return "s4x1";
+    case HalfExactShape::kSlots2Pipelined:
+      return "s2-pipelined";
+    case HalfExactShape::kStaged2x4:
+      return "staged-s2x4";
+    case HalfExactShape::kStaged2x4Hybrid:
+      return "staged-s2x4-hybrid";
+    case HalfExactShape::kStaged4x2:
+      return "staged-s4x2";
   }
   return "unknown";
 }
@@ -311,9 +726,12 @@ void cuda_exact_stacked_half_shaped(const void* d_stacked, std::uint32_t world,
                                        d_out);
   if (n == 0) return;
   const HalfTable table = half_kernel_detail::table_of(d_stacked, world, slot_stride, n, d_out);
-  const ExactHalfArgs args{world, exact::limb_bits(world), log2_if_power_of_two(world),
-                           exact::log2_ceiling(world)};
+  const ExactHalfArgs args = args_of(world, op, dtype);
   const auto stream = static_cast<cudaStream_t>(cuda_stream);
+  // f16 sums are exact in double only below W = 2^13: the units kernels keep no window for f16.
+  if (dtype == DType::kF16 && world > (1u << 13) && shape != HalfExactShape::kTwoUnits) {
+    shape = HalfExactShape::kOneUnit;
+  }
   if (dtype == DType::kF16) {
     launch_shaped<true>(table, args, op, stream, shape);
   } else {

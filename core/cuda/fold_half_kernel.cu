@@ -6,6 +6,14 @@
 // and rounds once to the dtype. The few elements before the first unit and after the last are
 // folded one per thread in the same launch.
 //
+// Two kernels (detail::HalfFoldShape). fold_half_kernel, the first: slot 0's unit loaded and
+// widened before the batches, each misaligned slot realigned as soon as its loads are issued
+// (load_unit), so a realigned slot costs a memory latency of its own; the edges after the
+// units, their W addends read one after another. fold_units_kernel (issue 37), after the f32
+// kernels: slot 0 in the first batch, every chunk of a batch requested before any is shifted
+// (load_chunks, then realign), B slots × U units a batch, the narrowing two elements at a time,
+// the edges on the grid's last threads with their addends requested 8 at a time.
+//
 // Every arithmetic step is the CPU's (core/fold.cc over the widened values, then
 // core/dtype_law.h's rounding, docs/DESIGN.md §2.5): __fadd_rn from slot 0 itself in
 // ascending order, __fmul_rn by mean_scale(W), one narrowing; the intrinsics keep each a
@@ -13,6 +21,7 @@
 // reaches a register, or through which load, changes no rounding.
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "core/cuda/fold_kernel.h"
 #include "core/cuda/half_kernel_detail.h"
@@ -104,6 +113,195 @@ __global__ void __launch_bounds__(kThreads) fold_half_kernel(HalfTable t, FoldFi
   }
 }
 
+// ---- The units kernel ----------------------------------------------------------------
+
+// One unit of one slot added into the unit's sums (kFirst: slot 0, which starts them).
+template <bool kF16, bool kFirst>
+__device__ __forceinline__ void fold_unit(float (&sum)[kUnit], const Unit& x) {
+#pragma unroll
+  for (int j = 0; j < static_cast<int>(kUnit / 2); ++j) {
+    const float2 v = half_kernel_detail::widen_pair<kF16>(x.w[j]);
+    if constexpr (kFirst) {
+      sum[2 * j] = v.x;
+      sum[2 * j + 1] = v.y;
+    } else {
+      sum[2 * j] = __fadd_rn(sum[2 * j], v.x);
+      sum[2 * j + 1] = __fadd_rn(sum[2 * j + 1], v.y);
+    }
+  }
+}
+
+// Slots r … r + kBatch − 1 (those below W) of the thread's units first, first + threads, …:
+// every chunk requested, then each realigned and added in ascending slot order. kFirst: the
+// batch from slot 0.
+template <bool kF16, int kBatch, int kUnits, bool kFirst>
+__device__ __forceinline__ void fold_batch(const HalfTable& t, std::uint32_t r, std::size_t first,
+                                           std::size_t threads, float (&sum)[kUnits][kUnit]) {
+  std::uint32_t phase[kBatch];
+  half_kernel_detail::Chunks held[kBatch][kUnits];
+  half_kernel_detail::load_round(t, r, first, threads, phase, held);
+#pragma unroll
+  for (int b = 0; b < kBatch; ++b) {  // ascending slots: the contract's association
+    if (r + b >= t.world) break;
+#pragma unroll
+    for (int v = 0; v < kUnits; ++v) {
+      if (first + v * threads < t.units) {
+        const Unit x = half_kernel_detail::realign(held[b][v], phase[b]);
+        if (kFirst && b == 0) {
+          fold_unit<kF16, true>(sum[v], x);
+        } else {
+          fold_unit<kF16, false>(sum[v], x);
+        }
+      }
+    }
+  }
+}
+
+// A unit's sums finished (the mean scale) and rounded once to the dtype, two at a time; a NaN
+// element (rare) written as the law's canonical NaN through narrow().
+template <bool kF16>
+__device__ __forceinline__ Unit finish_unit(float (&sum)[kUnit], const FoldFinish& f) {
+  if (f.mean) {
+#pragma unroll
+    for (int k = 0; k < static_cast<int>(kUnit); ++k) sum[k] = __fmul_rn(sum[k], f.scale);
+  }
+  Unit out;
+  std::uint32_t largest = 0;
+#pragma unroll
+  for (int j = 0; j < static_cast<int>(kUnit / 2); ++j) {
+    out.w[j] = half_kernel_detail::narrow_pair<kF16>(sum[2 * j], sum[2 * j + 1]);
+    largest = __vmaxu2(largest, out.w[j] & 0x7FFF7FFFu);
+  }
+  if (half_kernel_detail::any_nan_lane<kF16>(largest)) {
+#pragma unroll
+    for (int j = 0; j < static_cast<int>(kUnit / 2); ++j) {
+      out.w[j] =
+          static_cast<std::uint32_t>(half_kernel_detail::narrow<kF16>(sum[2 * j])) |
+          (static_cast<std::uint32_t>(half_kernel_detail::narrow<kF16>(sum[2 * j + 1])) << 16);
+    }
+  }
+  return out;
+}
+
+// One edge element, its W addends requested 8 at a time.
+template <bool kF16>
+__device__ __forceinline__ std::uint16_t fold_edge(const HalfTable& t, const FoldFinish& f,
+                                                   std::size_t i) {
+  constexpr std::uint32_t kLoads = 8;
+  float sum = 0.0f;
+  for (std::uint32_t r = 0; r < t.world; r += kLoads) {
+    std::uint16_t h[kLoads];
+#pragma unroll
+    for (std::uint32_t b = 0; b < kLoads; ++b) {
+      if (r + b < t.world) h[b] = half_kernel_detail::load_element(t, r + b, i);
+    }
+#pragma unroll
+    for (std::uint32_t b = 0; b < kLoads; ++b) {
+      if (r + b >= t.world) break;
+      const float x = half_kernel_detail::widen<kF16>(h[b]);
+      sum = r + b == 0 ? x : __fadd_rn(sum, x);
+    }
+  }
+  return finish<kF16>(sum, f);
+}
+
+template <bool kF16, int kBatch, int kUnits>
+__global__ void __launch_bounds__(kThreads) fold_units_kernel(HalfTable t, FoldFinish f) {
+  const std::size_t thread = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::size_t threads = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+
+  for (std::size_t first = thread; first < t.units; first += threads * kUnits) {
+    // Units first, first + threads, …: a warp's requests of a slot are contiguous spans.
+    float sum[kUnits][kUnit];
+    fold_batch<kF16, kBatch, kUnits, true>(t, 0, first, threads, sum);
+    for (std::uint32_t r = kBatch; r < t.world; r += kBatch) {
+      fold_batch<kF16, kBatch, kUnits, false>(t, r, first, threads, sum);
+    }
+#pragma unroll
+    for (int v = 0; v < kUnits; ++v) {
+      const std::size_t u = first + v * threads;
+      if (u < t.units) half_kernel_detail::store_unit(t, u, finish_unit<kF16>(sum[v], f));
+    }
+  }
+
+  // The edges on the last threads of the grid, which have the fewest units when the units do
+  // not divide evenly (every element on the scalar path).
+  const std::size_t edges = half_kernel_detail::edge_count(t);
+  for (std::size_t e = threads - 1 - thread; e < edges; e += threads) {
+    const std::size_t i = half_kernel_detail::edge_element(t, e);
+    half_kernel_detail::store_element(t, i, fold_edge<kF16>(t, f, i));
+  }
+}
+
+// The staged kernel: the units kernel's work with the loads staged through shared memory
+// (half_kernel_detail::staged_units), kSlots slots a round, kStages − 1 rounds in flight.
+template <bool kF16, int kSlots, int kStages>
+__global__ void __launch_bounds__(kThreads) fold_staged_kernel(HalfTable t, FoldFinish f) {
+  const std::size_t thread = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::size_t threads = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  float sum[kUnit];
+  half_kernel_detail::staged_units<kSlots, kStages>(
+      t,
+      [&](const Unit& x, bool first) {
+        if (first) {
+          fold_unit<kF16, true>(sum, x);
+        } else {
+          fold_unit<kF16, false>(sum, x);
+        }
+      },
+      [&](std::size_t u) { half_kernel_detail::store_unit(t, u, finish_unit<kF16>(sum, f)); });
+  const std::size_t edges = half_kernel_detail::edge_count(t);
+  for (std::size_t e = threads - 1 - thread; e < edges; e += threads) {
+    const std::size_t i = half_kernel_detail::edge_element(t, e);
+    half_kernel_detail::store_element(t, i, fold_edge<kF16>(t, f, i));
+  }
+}
+
+// The units kernel's shapes: slots a batch, units a thread.
+template <typename Launch>
+void with_fold_shape(detail::HalfFoldShape shape, Launch&& launch) {
+  switch (shape) {
+    case detail::HalfFoldShape::kBatch8:
+      return launch(std::integral_constant<int, 8>{}, std::integral_constant<int, 1>{});
+    case detail::HalfFoldShape::kBatch4:
+      return launch(std::integral_constant<int, 4>{}, std::integral_constant<int, 1>{});
+    case detail::HalfFoldShape::kBatch4x2:
+      return launch(std::integral_constant<int, 4>{}, std::integral_constant<int, 2>{});
+    case detail::HalfFoldShape::kBatch2x2:
+      return launch(std::integral_constant<int, 2>{}, std::integral_constant<int, 2>{});
+    case detail::HalfFoldShape::kInline:
+    case detail::HalfFoldShape::kStaged2x4:
+    case detail::HalfFoldShape::kStaged4x2:
+      break;
+  }
+  throw InternalError("with_fold_shape: not a units shape");
+}
+
+template <bool kF16>
+void launch_fold(const HalfTable& table, const FoldFinish& finish, cudaStream_t stream,
+                 detail::HalfFoldShape shape) {
+  if (shape == detail::HalfFoldShape::kInline) {
+    const auto kernel = fold_half_kernel<kF16>;
+    kernel<<<half_kernel_detail::grid_for(kernel, table), kThreads, 0, stream>>>(table, finish);
+    RV_CUDA_CHECK_LAUNCH("fold_half_kernel");
+    return;
+  }
+  const auto staged = [&](auto kernel) {
+    // One group of 32 units a warp at a time: a thread's work is a unit.
+    kernel<<<half_kernel_detail::grid_for_units(kernel, table, 1), kThreads, 0, stream>>>(table,
+                                                                                          finish);
+    RV_CUDA_CHECK_LAUNCH("fold_staged_kernel");
+  };
+  if (shape == detail::HalfFoldShape::kStaged2x4) return staged(fold_staged_kernel<kF16, 2, 4>);
+  if (shape == detail::HalfFoldShape::kStaged4x2) return staged(fold_staged_kernel<kF16, 4, 2>);
+  with_fold_shape(shape, [&](auto batch, auto units) {
+    const auto kernel = fold_units_kernel<kF16, decltype(batch)::value, decltype(units)::value>;
+    kernel<<<half_kernel_detail::grid_for_units(kernel, table, decltype(units)::value), kThreads, 0,
+             stream>>>(table, finish);
+    RV_CUDA_CHECK_LAUNCH("fold_units_kernel");
+  });
+}
+
 }  // namespace
 
 namespace half_kernel_detail {
@@ -139,6 +337,31 @@ HalfPath half_path(const void* d_stacked, std::uint32_t world, std::size_t slot_
   return half_kernel_detail::path_of(d_stacked, world, slot_stride, n, d_out);
 }
 
+// Not yet measured against each other (bench_cuda_half compares them): the first kernel.
+HalfFoldShape default_half_fold_shape(HalfPath /*path*/, std::uint32_t /*world*/) {
+  return HalfFoldShape::kInline;
+}
+
+const char* to_string(HalfFoldShape shape) {
+  switch (shape) {
+    case HalfFoldShape::kInline:
+      return "inline";
+    case HalfFoldShape::kBatch8:
+      return "b8x1";
+    case HalfFoldShape::kBatch4:
+      return "b4x1";
+    case HalfFoldShape::kBatch4x2:
+      return "b4x2";
+    case HalfFoldShape::kBatch2x2:
+      return "b2x2";
+    case HalfFoldShape::kStaged2x4:
+      return "staged-s2x4";
+    case HalfFoldShape::kStaged4x2:
+      return "staged-s4x2";
+  }
+  return "unknown";
+}
+
 const char* to_string(HalfPath path) {
   switch (path) {
     case HalfPath::kVector:
@@ -153,8 +376,10 @@ const char* to_string(HalfPath path) {
 
 }  // namespace detail
 
-void cuda_fold_stacked_half(const void* d_stacked, std::uint32_t world, std::size_t slot_stride,
-                            std::size_t n, Op op, DType dtype, void* d_out, void* cuda_stream) {
+void detail::cuda_fold_stacked_half_shaped(const void* d_stacked, std::uint32_t world,
+                                           std::size_t slot_stride, std::size_t n, Op op,
+                                           DType dtype, void* d_out, void* cuda_stream,
+                                           HalfFoldShape shape) {
   if (dtype == DType::kF32) {
     return launch_fold_stacked(static_cast<const float*>(d_stacked), world, slot_stride, n, op,
                                static_cast<float*>(d_out), cuda_stream);
@@ -165,15 +390,18 @@ void cuda_fold_stacked_half(const void* d_stacked, std::uint32_t world, std::siz
   const HalfTable table = half_kernel_detail::table_of(d_stacked, world, slot_stride, n, d_out);
   const FoldFinish finish{mean_scale(world), op == Op::kMean};
   const auto stream = static_cast<cudaStream_t>(cuda_stream);
-  const auto launch = [&](auto kernel) {
-    kernel<<<half_kernel_detail::grid_for(kernel, table), kThreads, 0, stream>>>(table, finish);
-    RV_CUDA_CHECK_LAUNCH("fold_half_kernel");
-  };
   if (dtype == DType::kF16) {
-    launch(fold_half_kernel<true>);
+    launch_fold<true>(table, finish, stream, shape);
   } else {
-    launch(fold_half_kernel<false>);
+    launch_fold<false>(table, finish, stream, shape);
   }
+}
+
+void cuda_fold_stacked_half(const void* d_stacked, std::uint32_t world, std::size_t slot_stride,
+                            std::size_t n, Op op, DType dtype, void* d_out, void* cuda_stream) {
+  const detail::HalfPath path = detail::half_path(d_stacked, world, slot_stride, n, d_out);
+  detail::cuda_fold_stacked_half_shaped(d_stacked, world, slot_stride, n, op, dtype, d_out,
+                                        cuda_stream, detail::default_half_fold_shape(path, world));
 }
 
 }  // namespace rv

@@ -13,12 +13,22 @@
 // shuffles (core/cuda/fold_kernel.cu, default_fold_realign). A slot's phase is
 // (phase0 + r × stride_phase) mod 8, the same for every lane of a warp, so the shift's
 // branches never diverge.
+//
+// Two ways to use them. load_unit (the first kernels) realigns a slot as soon as its chunks
+// are requested: the shift waits for the data, so the next slot's loads are issued one memory
+// latency later (issue 37 measured the realigned layouts slowest). load_chunks + realign (the
+// "units" kernels) split the two: a thread requests every chunk of a batch of slots first and
+// shifts them afterwards, so all of them are in flight together, as fold_realign_kernel.cu
+// does for f32. The few elements outside the units (the edges) are folded one per thread on
+// the grid's last threads, their addends requested 8 at a time (edge_element).
 #pragma once
 
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 #include "core/cuda/cuda_check.h"
@@ -27,6 +37,7 @@
 #include "core/dtype_law.h"
 #include "core/error.h"
 #include "core/fold_law.h"
+#include "core/host_device.h"
 
 namespace rv::half_kernel_detail {
 
@@ -47,6 +58,7 @@ struct HalfTable {
   std::uint32_t phase0;        // the phase (elements mod 8) of slot 0's element `head`
   std::uint32_t stride_phase;  // stride mod 8
   bool bytewise;               // a pointer is odd: elements are read and written bytewise
+  std::size_t stride_bytes;    // 2 × stride
 };
 
 inline std::uintptr_t address(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
@@ -78,7 +90,8 @@ inline HalfTable table_of(const void* stacked, std::uint32_t world, std::size_t 
               world,
               0,
               static_cast<std::uint32_t>(stride % kUnit),
-              address(stacked) % 2 != 0 || address(out) % 2 != 0};
+              address(stacked) % 2 != 0 || address(out) % 2 != 0,
+              2 * stride};
   const std::size_t out_head =
       (kUnit - half_phase(out)) % kUnit;  // output element `head` is aligned
   switch (path_of(stacked, world, stride, n, out)) {
@@ -116,7 +129,25 @@ unsigned grid_for(Kernel kernel, const HalfTable& t) {
                                     (work + kThreads - 1) / kThreads);
 }
 
+// Blocks for a units kernel taking `units_per_thread` units a thread: enough threads for every
+// unit, or for every element on the scalar path (where every element is an edge), never more
+// than stay resident.
+template <typename Kernel>
+unsigned grid_for_units(Kernel kernel, const HalfTable& t, std::size_t units_per_thread) {
+  const std::size_t work = t.units != 0 ? (t.units + units_per_thread - 1) / units_per_thread : t.n;
+  return cuda_detail::resident_grid(reinterpret_cast<const void*>(kernel), kThreads,
+                                    (work + kThreads - 1) / kThreads);
+}
+
+// The elements outside the units: the head, then the tail (every element on the scalar path).
+RV_HD std::size_t edge_count(const HalfTable& t) { return t.n - kUnit * t.units; }
+
 #if defined(__CUDACC__)
+
+// Edge e (0 … edge_count − 1) as an element index.
+__device__ __forceinline__ std::size_t edge_element(const HalfTable& t, std::size_t e) {
+  return e < t.head ? e : e + kUnit * t.units;
+}
 
 // Eight elements of one unit: element 2k in the low half of word k (little-endian).
 struct Unit {
@@ -208,6 +239,299 @@ __device__ __forceinline__ std::uint16_t narrow(float v) {
   } else {
     return narrow_bf16(v);
   }
+}
+
+// ---- The units kernels' loads -------------------------------------------------------
+
+// A slot's aligned 16-byte chunks around one output unit: its own (holding the unit's first
+// element) and the next one, requested only when the slot's phase is not 0.
+struct Chunks {
+  uint4 own;
+  uint4 next;
+};
+
+// Slot r's phase relative to the output's units: the same for every unit and every lane.
+__device__ __forceinline__ std::uint32_t slot_phase(const HalfTable& t, std::uint32_t r) {
+  return (t.phase0 + r * t.stride_phase) % kUnit;
+}
+
+// Slot 0's element head + 8u, the first element of the output's unit u (in slot 0's bytes;
+// not necessarily aligned): what slot_chunk offsets.
+__device__ __forceinline__ const unsigned char* unit_base(const HalfTable& t, std::size_t u) {
+  return t.stacked + 2 * (t.head + kUnit * u);
+}
+
+// Slot r's aligned chunk holding the first element of the unit at `base` (the `phase`
+// elements before that element are the slot's own: head ≥ 7 on the realigned path, phase 0
+// on the vector path).
+__device__ __forceinline__ const uint4* slot_chunk(const HalfTable& t, const unsigned char* base,
+                                                   std::uint32_t r, std::uint32_t phase) {
+  return reinterpret_cast<const uint4*>(base + static_cast<std::size_t>(r) * t.stride_bytes -
+                                        2 * phase);
+}
+
+// A unit's chunks of a slot: the requests only (nothing here waits for the data). `next` is
+// left unset at phase 0, where realign never reads it.
+__device__ __forceinline__ Chunks load_chunks(const uint4* chunk, std::uint32_t phase) {
+  Chunks c;
+  c.own = chunk[0];
+  c.next = make_uint4(0u, 0u, 0u, 0u);
+  if (phase != 0) c.next = chunk[1];
+  return c;
+}
+
+// Slots r … r + kSlots − 1 (those below W) of the units first, first + threads, … (kUnits of
+// them, those below t.units): every chunk requested, nothing waited for. Each slot's phase in
+// `phase`, for realign.
+template <int kSlots, int kUnits>
+__device__ __forceinline__ void load_round(const HalfTable& t, std::uint32_t r, std::size_t first,
+                                           std::size_t threads, std::uint32_t (&phase)[kSlots],
+                                           Chunks (&held)[kSlots][kUnits]) {
+  const unsigned char* base = unit_base(t, first);
+  const std::size_t unit_step = 2 * kUnit * threads;  // bytes from one of the units to the next
+  const unsigned char* slot[kSlots];
+#pragma unroll
+  for (int b = 0; b < kSlots; ++b) {
+    phase[b] = slot_phase(t, r + b);
+    slot[b] = reinterpret_cast<const unsigned char*>(slot_chunk(t, base, r + b, phase[b]));
+  }
+#pragma unroll
+  for (int b = 0; b < kSlots; ++b) {
+#pragma unroll
+    for (int v = 0; v < kUnits; ++v) {
+      if (r + b < t.world && first + v * threads < t.units) {
+        held[b][v] = load_chunks(reinterpret_cast<const uint4*>(slot[b] + v * unit_step), phase[b]);
+      }
+    }
+  }
+}
+
+// ---- The staged kernels' loads: through shared memory -----------------------------------
+//
+// A warp takes 32 consecutive units at a time (a group: lane i the group's unit i) and walks
+// the rounds of kSlots slots of each group in turn. Each round's chunks are copied from global
+// to shared memory asynchronously (cp.async, sm_80 on: 16 bytes a lane, not through L1), kStages
+// − 1 rounds ahead of the one being added, so the data in flight waits in shared memory rather
+// than in registers; a lane then reads its unit's chunk and the next one from there. A slot's
+// 32 units span 32 consecutive aligned chunks plus, when its phase is not 0, one more (the
+// last unit's next chunk), which lane 0 copies: every byte is requested from global memory
+// once. Only the warp's own lanes read what it copied: __syncwarp orders them, no block
+// barrier. Before sm_80 the copies are plain loads and stores (the same bits, no overlap).
+inline constexpr unsigned kGroup = 32;             // units a warp takes at a time
+inline constexpr unsigned kWarps = kThreads / 32;  // warps a block
+
+template <int kSlots, int kStages>
+struct WarpStages {
+  uint4 chunk[kStages][kSlots][kGroup + 1];
+};
+
+__device__ __forceinline__ void copy_chunk(uint4* to, const uint4* from) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const auto shared = static_cast<unsigned>(__cvta_generic_to_shared(to));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(shared), "l"(from) : "memory");
+#else
+  *to = *from;
+#endif
+}
+
+// Closes the copies issued since the last call into one group (an empty one too).
+__device__ __forceinline__ void commit_copies() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+
+// Waits until at most kPending of this thread's groups are incomplete.
+template <int kPending>
+__device__ __forceinline__ void wait_copies() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+#endif
+}
+
+// Where a warp is: unit group `group`, round from slot r.
+struct StagedJob {
+  std::size_t group;
+  std::uint32_t r;
+};
+
+template <int kSlots>
+__device__ __forceinline__ void advance(StagedJob& job, const HalfTable& t, std::size_t warps) {
+  job.r += kSlots;
+  if (job.r >= t.world) {
+    job.r = 0;
+    job.group += warps;
+  }
+}
+
+// The units of group g a lane of the warp may hold (32, or fewer in the last group).
+__device__ __forceinline__ unsigned group_units(const HalfTable& t, std::size_t group) {
+  const std::size_t left = t.units - kGroup * group;
+  return left < kGroup ? static_cast<unsigned>(left) : kGroup;
+}
+
+// Copies the job's chunks into `stage` (nothing when the job is past the last group).
+template <int kSlots>
+__device__ __forceinline__ void copy_round(const HalfTable& t, const StagedJob& job,
+                                           std::size_t groups, unsigned lane,
+                                           uint4 (&stage)[kSlots][kGroup + 1]) {
+  if (job.group >= groups) return;
+  const unsigned count = group_units(t, job.group);
+  const unsigned char* base = unit_base(t, kGroup * job.group);
+#pragma unroll
+  for (int b = 0; b < kSlots; ++b) {
+    if (job.r + b < t.world) {
+      const std::uint32_t phase = slot_phase(t, job.r + b);
+      const uint4* chunk = slot_chunk(t, base, job.r + b, phase);
+      if (lane < count) copy_chunk(&stage[b][lane], chunk + lane);
+      if (phase != 0 && lane == 0) copy_chunk(&stage[b][count], chunk + count);
+    }
+  }
+}
+
+// The high half of `lo` then the low half of `hi`: the elements one position on.
+__device__ __forceinline__ std::uint32_t shifted(std::uint32_t lo, std::uint32_t hi) {
+  return __byte_perm(lo, hi, 0x5432);
+}
+
+// Elements phase … phase + 7 of the 16 in own:next: the unit, at the output's phase. The
+// phase is the same for every lane of the warp, so the switch is a uniform branch.
+__device__ __forceinline__ Unit realign(const Chunks& c, std::uint32_t phase) {
+  const uint4 a = c.own, b = c.next;
+  switch (phase) {
+    case 0:
+      return Unit{{a.x, a.y, a.z, a.w}};
+    case 1:
+      return Unit{{shifted(a.x, a.y), shifted(a.y, a.z), shifted(a.z, a.w), shifted(a.w, b.x)}};
+    case 2:
+      return Unit{{a.y, a.z, a.w, b.x}};
+    case 3:
+      return Unit{{shifted(a.y, a.z), shifted(a.z, a.w), shifted(a.w, b.x), shifted(b.x, b.y)}};
+    case 4:
+      return Unit{{a.z, a.w, b.x, b.y}};
+    case 5:
+      return Unit{{shifted(a.z, a.w), shifted(a.w, b.x), shifted(b.x, b.y), shifted(b.y, b.z)}};
+    case 6:
+      return Unit{{a.w, b.x, b.y, b.z}};
+    default:
+      return Unit{{shifted(a.w, b.x), shifted(b.x, b.y), shifted(b.y, b.z), shifted(b.z, b.w)}};
+  }
+}
+
+// ---- Pairs of elements (one 32-bit word of a unit) ---------------------------------------
+
+// Both elements of a word widened to binary32 (exact): the low half first.
+template <bool kF16>
+__device__ __forceinline__ float2 widen_pair(std::uint32_t w) {
+  if constexpr (kF16) {
+    __half2 h;
+    static_assert(sizeof(h) == sizeof(w));
+    memcpy(&h, &w, sizeof(w));
+    return __half22float2(h);
+  } else {
+    return make_float2(float_from_bits(w << 16), float_from_bits(w & 0xFFFF0000u));
+  }
+}
+
+// Two binary32 values rounded to the dtype to nearest-even (subnormals kept, overflow to ±Inf)
+// and packed, `lo` in the low half: one conversion for both on sm_80 and later. A NaN comes out
+// as some NaN (the hardware's, not necessarily the law's canonical one): callers check
+// any_nan_lane and write NaN elements through narrow().
+template <bool kF16>
+__device__ __forceinline__ std::uint32_t narrow_pair(float lo, float hi) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  std::uint32_t w;
+  if constexpr (kF16) {
+    const __half2 h = __floats2half2_rn(lo, hi);
+    memcpy(&w, &h, sizeof(w));
+  } else {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+    memcpy(&w, &h, sizeof(w));
+  }
+  return w;
+#else
+  return static_cast<std::uint32_t>(narrow<kF16>(lo)) |
+         (static_cast<std::uint32_t>(narrow<kF16>(hi)) << 16);
+#endif
+}
+
+// The dtype's ±Inf magnitude (its largest non-NaN bit pattern less the sign).
+template <bool kF16>
+inline constexpr std::uint32_t kInfMagnitude = kF16 ? 0x7C00u : 0x7F80u;
+
+// Whether a lane of `magnitudes` (two 15-bit magnitudes, or their maxima) is a NaN pattern:
+// adding 0x8000 − Inf − 1 to each lane sets its top bit exactly then (no lane carries into the
+// other: a lane is at most 0x7FFF).
+template <bool kF16>
+__device__ __forceinline__ bool any_nan_lane(std::uint32_t magnitudes) {
+  constexpr std::uint32_t kProbe = (0x8000u - kInfMagnitude<kF16> - 1u) * 0x00010001u;
+  return ((magnitudes + kProbe) & 0x80008000u) != 0;
+}
+
+// One element the double rounded to the dtype to nearest-even, subnormals kept, overflow to
+// ±Inf: one conversion (cvt.rn.bf16.f64 on sm_90, cvt.rn.f16.f64) where there is one; else
+// rounded to odd in binary32 first (exact_stacked_half_kernel.cu's argument), then to the
+// dtype. Not for NaN (the callers send NaN sums to the law).
+template <bool kF16>
+__device__ __forceinline__ std::uint16_t round_double(double y) {
+  if constexpr (kF16) {
+    return __half_as_ushort(__double2half(y));
+  } else {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    return __bfloat16_as_ushort(__double2bfloat16(y));
+#else
+    const float truncated = __double2float_rz(y);
+    const bool inexact = static_cast<double>(truncated) != y;
+    return narrow_bf16(float_from_bits(float_bits(truncated) | (inexact ? 1u : 0u)));
+#endif
+  }
+}
+
+// The staged walk over the units (the scheme above): for each round of each of the warp's
+// groups, `add(unit, first)` for slots r … r + kSlots − 1 in ascending order (first: slot 0,
+// which starts the sums), on the lanes that hold a unit, then `finish(u)` after the unit's
+// last round. add and finish see nothing of the other lanes.
+template <int kSlots, int kStages, typename Add, typename Finish>
+__device__ __forceinline__ void staged_units(const HalfTable& t, Add&& add, Finish&& finish) {
+  static_assert(kStages >= 2, "a round in flight while another is added");
+  __shared__ WarpStages<kSlots, kStages> stages[kWarps];
+  const unsigned lane = threadIdx.x % 32;
+  WarpStages<kSlots, kStages>& mine = stages[threadIdx.x / 32];
+  const std::size_t warps = static_cast<std::size_t>(gridDim.x) * kWarps;
+  const std::size_t groups = (t.units + kGroup - 1) / kGroup;
+  StagedJob produce{static_cast<std::size_t>(blockIdx.x) * kWarps + threadIdx.x / 32, 0};
+  StagedJob consume = produce;
+  if (consume.group >= groups) return;
+#pragma unroll
+  for (int stage = 0; stage < kStages - 1; ++stage) {
+    copy_round<kSlots>(t, produce, groups, lane, mine.chunk[stage]);
+    commit_copies();
+    advance<kSlots>(produce, t, warps);
+  }
+  unsigned stage = 0;  // the stage being added; the one before it is refilled
+  while (consume.group < groups) {
+    copy_round<kSlots>(t, produce, groups, lane, mine.chunk[(stage + kStages - 1) % kStages]);
+    commit_copies();
+    advance<kSlots>(produce, t, warps);
+    wait_copies<kStages - 1>();  // this thread's copies of the round to add have landed
+    __syncwarp();                // and every lane's
+    if (lane < group_units(t, consume.group)) {
+#pragma unroll
+      for (int b = 0; b < kSlots; ++b) {
+        if (consume.r + b >= t.world) break;
+        const std::uint32_t phase = slot_phase(t, consume.r + b);
+        Chunks c;
+        c.own = mine.chunk[stage][b][lane];
+        if (phase != 0) c.next = mine.chunk[stage][b][lane + 1];
+        add(realign(c, phase), b == 0 && consume.r == 0);
+      }
+      if (consume.r + kSlots >= t.world) finish(kGroup * consume.group + lane);
+    }
+    __syncwarp();  // every lane done with the stage before it is refilled
+    advance<kSlots>(consume, t, warps);
+    stage = (stage + 1) % kStages;
+  }
+  wait_copies<0>();
 }
 
 #endif  // __CUDACC__

@@ -55,12 +55,75 @@ HalfPath half_path(const void* d_stacked, std::uint32_t world, std::size_t slot_
                    std::size_t n, const void* d_out);
 const char* to_string(HalfPath path);
 
-// How the exact kernel's threads take the table: one 8-element unit at a time (4 slots' loads
-// in flight), or two units (2 slots' loads of both in flight: twice the bytes in flight at
-// W = 2, with fewer resident threads). The same bits; the benchmark compares them.
-enum class HalfExactShape : std::uint8_t { kOneUnit, kTwoUnits };
-inline constexpr HalfExactShape kAllHalfExactShapes[] = {HalfExactShape::kOneUnit,
-                                                         HalfExactShape::kTwoUnits};
+// How the fold kernel's threads take the table (issue 37: the same bits, the benchmark
+// compares them, the tests hold each to the host):
+//   kInline: the first kernel. Slot 0's unit is loaded and widened before the batches of 8
+//     slots; a misaligned slot is realigned right after its loads, so the next slot's loads
+//     wait for them (one memory latency per realigned slot); the head and tail elements read
+//     their W addends one after another.
+//   kBatch8, kBatch4, kBatch4x2, kBatch2x2 (the "units" kernel, after the f32 fold): slot 0 in
+//     the first batch; every chunk of a batch (both of a misaligned slot, for each of the
+//     thread's units) requested before any is realigned (a uniform branch on the slot's phase)
+//     or added; two elements narrowed by one conversion; the head and tail elements on the
+//     grid's last threads, their addends requested 8 at a time. kBatchBxU: B slots a batch,
+//     U units a thread (x1 when not said).
+//   kStaged2x4, kStaged4x2 (the "staged" kernel): the units kernel's arithmetic with the loads
+//     staged through shared memory by asynchronous copies (cp.async), a warp's 32 units at a
+//     time: kStagedSxK copies rounds of S slots, K − 1 rounds ahead of the one it adds, so the
+//     data in flight occupies no registers and each byte is requested once.
+enum class HalfFoldShape : std::uint8_t {
+  kInline,
+  kBatch8,
+  kBatch4,
+  kBatch4x2,
+  kBatch2x2,
+  kStaged2x4,
+  kStaged4x2
+};
+inline constexpr HalfFoldShape kAllHalfFoldShapes[] = {
+    HalfFoldShape::kInline,   HalfFoldShape::kBatch8,   HalfFoldShape::kBatch4,
+    HalfFoldShape::kBatch4x2, HalfFoldShape::kBatch2x2, HalfFoldShape::kStaged2x4,
+    HalfFoldShape::kStaged4x2};
+HalfFoldShape default_half_fold_shape(HalfPath path, std::uint32_t world);
+const char* to_string(HalfFoldShape shape);
+void cuda_fold_stacked_half_shaped(const void* d_stacked, std::uint32_t world,
+                                   std::size_t slot_stride, std::size_t n, Op op, DType dtype,
+                                   void* d_out, void* cuda_stream, HalfFoldShape shape);
+
+// How the exact kernel's threads take the table (issue 37: the same bits, the benchmark
+// compares them, the tests hold each to the host):
+//   kOneUnit, kTwoUnits: the first kernel: one 8-element unit at a time (4 slots' loads in
+//     flight), or two units (2 slots' loads of both in flight); realigned as the fold's
+//     kInline; every addend widened to binary32 and converted to double (cvt.f64.f32, a
+//     quarter-rate instruction on sm_90), the window kept per element (largest and smallest
+//     magnitude), the result rounded to odd in binary32 and then to the dtype.
+//   kSlots4, kSlots2Pipelined (the "units" kernel): the loads as the fold's units kernel
+//     (kSlots4: 4 slots a round; kSlots2Pipelined: 2 slots, the next round's or unit's loads
+//     issued before this round is added); the window kept on packed pairs of magnitudes
+//     (16-bit SIMD max and add-min: 1.5 instructions an element instead of 3) and checked a
+//     unit at a time (a unit with a special or too wide a window goes element by element,
+//     where the law takes over); the result rounded straight from the double to the dtype
+//     (one cvt.rn.bf16.f64 / cvt.rn.f16.f64 on sm_90).
+//   kStaged2x4, kStaged2x4Hybrid, kStaged4x2 (the "staged" kernel): the units kernel's
+//     arithmetic with the fold's staged loads (shared memory, cp.async). Hybrid: the odd
+//     element of each pair converted to double by integer instructions (the bits of
+//     x × 2^-896, or 2^-1008 for f16, rescaled once at the end) instead of cvt.f64.f32,
+//     halving the quarter-rate conversions.
+// The units and staged shapes keep no window for f16, whose sums are exact in double below
+// W = 2^13: an f16 world above that takes kOneUnit.
+enum class HalfExactShape : std::uint8_t {
+  kOneUnit,
+  kTwoUnits,
+  kSlots4,
+  kSlots2Pipelined,
+  kStaged2x4,
+  kStaged2x4Hybrid,
+  kStaged4x2
+};
+inline constexpr HalfExactShape kAllHalfExactShapes[] = {
+    HalfExactShape::kOneUnit,         HalfExactShape::kTwoUnits,  HalfExactShape::kSlots4,
+    HalfExactShape::kSlots2Pipelined, HalfExactShape::kStaged2x4, HalfExactShape::kStaged2x4Hybrid,
+    HalfExactShape::kStaged4x2};
 HalfExactShape default_half_exact_shape(std::uint32_t world);
 const char* to_string(HalfExactShape shape);
 void cuda_exact_stacked_half_shaped(const void* d_stacked, std::uint32_t world,

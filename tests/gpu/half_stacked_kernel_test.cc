@@ -141,11 +141,38 @@ std::string describe(DType dtype, Kernel kernel, std::uint32_t world, std::size_
   return s.str();
 }
 
+// Which of a kernel's shapes to launch: its default (neither set), or the one named.
+struct ShapeChoice {
+  std::optional<detail::HalfFoldShape> fold;
+  std::optional<detail::HalfExactShape> exact;
+};
+
+std::string describe(const ShapeChoice& shape) {
+  if (shape.fold) return std::string("fold shape ") + detail::to_string(*shape.fold);
+  if (shape.exact) return std::string("exact shape ") + detail::to_string(*shape.exact);
+  return "default shape";
+}
+
+// Every shape of `kernel` (detail::kAllHalfFoldShapes or kAllHalfExactShapes).
+std::vector<ShapeChoice> every_shape(Kernel kernel) {
+  std::vector<ShapeChoice> shapes;
+  if (kernel == Kernel::kFold) {
+    for (const detail::HalfFoldShape shape : detail::kAllHalfFoldShapes) {
+      shapes.push_back(ShapeChoice{shape, std::nullopt});
+    }
+  } else {
+    for (const detail::HalfExactShape shape : detail::kAllHalfExactShapes) {
+      shapes.push_back(ShapeChoice{std::nullopt, shape});
+    }
+  }
+  return shapes;
+}
+
 // Runs `kernel` over the slots on the device at `layout`; returns the output's n elements
 // after checking every guard, gap and (in place) every other slot kept its bytes.
 Halves run_on_device(Kernel kernel, const std::vector<Halves>& slots, Op op, DType dtype,
                      const Layout& layout, HalfPath* path = nullptr,
-                     std::optional<detail::HalfExactShape> shape = std::nullopt) {
+                     const ShapeChoice& shape = ShapeChoice{}) {
   const auto world = static_cast<std::uint32_t>(slots.size());
   const std::size_t n = slots[0].size();
   const std::size_t stride = n + layout.stride_extra;
@@ -169,11 +196,16 @@ Halves run_on_device(Kernel kernel, const std::vector<Halves>& slots, Op op, DTy
                       : static_cast<unsigned char*>(d_out.data()) + kGuardBytes + layout.out_offset;
   if (path != nullptr) *path = detail::half_path(d_stacked, world, stride, n, d_result);
   if (kernel == Kernel::kFold) {
-    cuda_fold_stacked_half(d_stacked, world, stride, n, op, dtype, d_result, nullptr);
+    if (shape.fold) {
+      detail::cuda_fold_stacked_half_shaped(d_stacked, world, stride, n, op, dtype, d_result,
+                                            nullptr, *shape.fold);
+    } else {
+      cuda_fold_stacked_half(d_stacked, world, stride, n, op, dtype, d_result, nullptr);
+    }
   } else {
-    if (shape) {
+    if (shape.exact) {
       detail::cuda_exact_stacked_half_shaped(d_stacked, world, stride, n, op, dtype, d_result,
-                                             nullptr, *shape);
+                                             nullptr, *shape.exact);
     } else {
       cuda_exact_stacked_half(d_stacked, world, stride, n, op, dtype, d_result, nullptr);
     }
@@ -202,10 +234,23 @@ Halves run_on_device(Kernel kernel, const std::vector<Halves>& slots, Op op, DTy
 }
 
 void expect_equal(Kernel kernel, DType dtype, const std::vector<Halves>& slots, Op op,
-                  const Layout& layout, const Halves& expected) {
+                  const Layout& layout, const Halves& expected,
+                  const ShapeChoice& shape = ShapeChoice{}) {
   const auto world = static_cast<std::uint32_t>(slots.size());
-  SCOPED_TRACE(describe(dtype, kernel, world, slots[0].size(), op, layout));
-  EXPECT_TRUE(same_halves(expected, run_on_device(kernel, slots, op, dtype, layout)));
+  SCOPED_TRACE(describe(shape) + " " + describe(dtype, kernel, world, slots[0].size(), op, layout));
+  EXPECT_TRUE(
+      same_halves(expected, run_on_device(kernel, slots, op, dtype, layout, nullptr, shape)));
+}
+
+// The same for every shape of the kernel (the host's result computed once).
+void expect_every_shape_equal(Kernel kernel, DType dtype, const std::vector<Halves>& slots, Op op,
+                              const std::vector<Layout>& layouts) {
+  const Halves expected = expected_of(kernel, slots, op, dtype);
+  for (const ShapeChoice& shape : every_shape(kernel)) {
+    for (const Layout& layout : layouts) {
+      expect_equal(kernel, dtype, slots, op, layout, expected, shape);
+    }
+  }
 }
 
 void expect_equal(Kernel kernel, DType dtype, const std::vector<Halves>& slots, Op op,
@@ -407,25 +452,163 @@ TEST_F(HalfExact, EqualsHostOnWideWindowsAndBoundaries) {
 }
 
 // Every shape of the exact kernel (detail::HalfExactShape) gives the host's bits, on the paths
-// and edges where a thread's second unit may be missing.
+// and edges where a thread's second unit may be missing, and on slots long enough for many
+// grid strides (and, staged, many groups a warp).
 TEST_F(HalfExact, EveryShapeEqualsHost) {
-  const Layout layouts[] = {Layout{}, Layout{2, 1, 6}, Layout{0, 3, 0}, Layout{4, 0, 0, true}};
-  for (const detail::HalfExactShape shape : detail::kAllHalfExactShapes) {
-    for (const DType dtype : kHalfDTypes) {
-      for (std::uint32_t world = 1; world <= 8; ++world) {
-        for (const std::size_t n : {std::size_t{1}, std::size_t{33}, std::size_t{1000},
-                                    std::size_t{4099}, (std::size_t{1} << 20) + 5}) {
-          const auto slots = mixed_slots(dtype, world, n, 3 * world + n);
-          for (const Op op : kOps) {
-            const Halves expected = expected_of(Kernel::kExact, slots, op, dtype);
-            for (const Layout& layout : layouts) {
-              SCOPED_TRACE(std::string(detail::to_string(shape)) + " " +
-                           describe(dtype, Kernel::kExact, world, n, op, layout));
-              EXPECT_TRUE(same_halves(expected, run_on_device(Kernel::kExact, slots, op, dtype,
-                                                              layout, nullptr, shape)));
-            }
-          }
+  const std::vector<Layout> layouts = {Layout{}, Layout{2, 1, 6}, Layout{0, 3, 0},
+                                       Layout{4, 0, 0, true}};
+  for (const DType dtype : kHalfDTypes) {
+    for (std::uint32_t world = 1; world <= 8; ++world) {
+      for (const std::size_t n : {std::size_t{1}, std::size_t{33}, std::size_t{1000},
+                                  std::size_t{4099}, (std::size_t{1} << 20) + 5}) {
+        const auto slots = mixed_slots(dtype, world, n, 3 * world + n);
+        for (const Op op : kOps)
+          expect_every_shape_equal(Kernel::kExact, dtype, slots, op, layouts);
+      }
+    }
+  }
+}
+
+class HalfFold : public ::testing::Test {
+ protected:
+  void SetUp() override { RV_SKIP_WITHOUT_GPU(); }
+};
+
+// The same for the fold's shapes (detail::HalfFoldShape).
+TEST_F(HalfFold, EveryShapeEqualsHost) {
+  const std::vector<Layout> layouts = {Layout{}, Layout{2, 1, 6}, Layout{0, 3, 0},
+                                       Layout{4, 0, 0, true}};
+  for (const DType dtype : kHalfDTypes) {
+    for (std::uint32_t world = 1; world <= 8; ++world) {
+      for (const std::size_t n : {std::size_t{1}, std::size_t{33}, std::size_t{1000},
+                                  std::size_t{4099}, (std::size_t{1} << 20) + 5}) {
+        const auto slots = mixed_slots(dtype, world, n, 5 * world + n);
+        for (const Op op : kOps) expect_every_shape_equal(Kernel::kFold, dtype, slots, op, layouts);
+      }
+    }
+  }
+}
+
+// Every shape of both kernels at every phase of the table, the output and the stride (each
+// realignment of a slot: the shapes' realign has one branch per phase), in place, bytewise,
+// and below the unit paths' minimum lengths.
+TEST_P(HalfStacked, EveryShapeAtEveryPhase) {
+  for (const DType dtype : kHalfDTypes) {
+    for (const std::uint32_t world : {1u, 2u, 3u, 5u, 8u}) {
+      for (const std::size_t n :
+           {std::size_t{15}, std::size_t{33}, std::size_t{100}, std::size_t{4099}}) {
+        const auto slots = mixed_slots(dtype, world, n, 7000 * world + n);
+        std::vector<Layout> layouts = {Layout{0, 0, 0, true}, Layout{6, 3, 0, true},
+                                       Layout{1, 0, 3}, Layout{0, 5, 7}};
+        for (std::size_t phase = 0; phase < 8; ++phase) {
+          layouts.push_back(Layout{2 * phase, 0, 2 * phase});
+          layouts.push_back(Layout{2 * phase, (phase + 1) % 8, 2 * ((phase + 3) % 8)});
+          layouts.push_back(Layout{0, phase, 2 * phase});
         }
+        for (const Op op : kOps) expect_every_shape_equal(GetParam(), dtype, slots, op, layouts);
+      }
+    }
+  }
+}
+
+// Every shape beyond W = 8 (several rounds of a unit; f16 above 2^13 takes the first kernel's
+// one-unit shape), on the specials' pairs and triples, and (exact) on windows wider than a
+// double and sums on the dtype's rounding boundaries: the rules each shape must keep.
+TEST_P(HalfStacked, EveryShapeAtLargerWorldsAndOnSpecials) {
+  for (const DType dtype : kHalfDTypes) {
+    for (const std::uint32_t world : {9u, 16u, 31u, 100u}) {
+      const auto slots = mixed_slots(dtype, world, 4099, 11 * world);
+      for (const Op op : kOps) {
+        expect_every_shape_equal(GetParam(), dtype, slots, op, {Layout{}, Layout{2, 3, 4}});
+      }
+    }
+    if (GetParam() == Kernel::kExact) {
+      for (const std::uint32_t world : {1024u, 8192u, 8193u}) {
+        const auto slots = mixed_slots(dtype, world, 257, world);
+        expect_every_shape_equal(GetParam(), dtype, slots, Op::kMean, {Layout{}, Layout{2, 3, 4}});
+      }
+    }
+    const Halves specials = special_bits(dtype);
+    std::vector<Halves> pair(2), triple(3);
+    for (const std::uint16_t a : specials) {
+      for (const std::uint16_t b : specials) {
+        pair[0].push_back(a);
+        pair[1].push_back(b);
+        for (const std::uint16_t c : {specials[3], specials[16], specials[1]}) {
+          triple[0].push_back(a);
+          triple[1].push_back(b);
+          triple[2].push_back(c);
+        }
+      }
+    }
+    for (const Op op : kOps) {
+      expect_every_shape_equal(GetParam(), dtype, pair, op, {Layout{}, Layout{2, 1, 6}});
+      expect_every_shape_equal(GetParam(), dtype, triple, op, {Layout{}, Layout{14, 3, 2}});
+    }
+  }
+}
+
+// Every exact shape on windows wider than a double, the specials' patterns and sums that land
+// on or beside the dtype's rounding boundaries (HalfExact.EqualsHostOnWideWindowsAndBoundaries'
+// data), where a unit's elements go the law's way.
+TEST_F(HalfExact, EveryShapeOnWideWindowsAndBoundaries) {
+  std::mt19937_64 random(23);
+  for (const DType dtype : kHalfDTypes) {
+    const Halves specials = special_bits(dtype);
+    for (const std::uint32_t world : {2u, 3u, 4u, 7u, 64u}) {
+      const std::size_t n = 8191;
+      std::vector<Halves> slots(world, Halves(n));
+      for (std::size_t i = 0; i < n; ++i) {
+        const int kind = static_cast<int>(i % 4);
+        for (std::uint32_t r = 0; r < world; ++r) {
+          std::uint16_t h;
+          const auto bits = static_cast<std::uint16_t>(random());
+          if (kind == 0) {
+            h = bits;
+          } else if (kind == 1) {
+            h = r == 0 ? static_cast<std::uint16_t>(bits | 0x7000)
+                       : static_cast<std::uint16_t>(bits & 0x80FF);
+            if ((h & 0x7FFF) >= (dtype == DType::kBF16 ? 0x7F80 : 0x7C00)) h &= 0xBFFF;
+          } else if (kind == 2) {
+            h = half_bits(dtype, static_cast<float>(static_cast<int>(bits % 2049) - 1024));
+          } else {
+            h = specials[(bits >> 3) % specials.size()];
+          }
+          slots[r][i] = h;
+        }
+      }
+      for (const Op op : kOps) {
+        expect_every_shape_equal(Kernel::kExact, dtype, slots, op, {Layout{}, Layout{10, 1, 0}});
+      }
+    }
+  }
+}
+
+// A unit whose elements all settle in the double and one where a single element must take the
+// law (a NaN, a −0 sum, a window wider than a double) sit side by side in every 8 elements, at
+// every element position of the unit, so a shape that let the law's element spoil its
+// neighbours (or skipped it) would differ.
+TEST_F(HalfExact, EveryShapeWithOneLawElementPerUnit) {
+  for (const DType dtype : kHalfDTypes) {
+    const std::uint16_t nan = dtype == DType::kBF16 ? 0x7FA5 : 0x7D55;
+    const std::uint16_t tiny = 0x0001;                                   // smallest subnormal
+    const std::uint16_t huge = dtype == DType::kBF16 ? 0x7E00 : 0x7800;  // far above it
+    for (const std::uint32_t world : {2u, 3u, 5u}) {
+      const std::size_t n = 8 * 64 + 3;
+      auto slots = mixed_slots(dtype, world, n, 91 + world);
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::size_t which = (i / 8) % 8;  // the law's element's position in its unit
+        if (i % 8 != which) continue;
+        const int kind = static_cast<int>((i / 64) % 3);
+        for (std::uint32_t r = 0; r < world; ++r) {
+          slots[r][i] = kind == 0   ? (r == 1 ? nan : slots[r][i])
+                        : kind == 1 ? std::uint16_t{0x8000}
+                                    : (r == 0 ? huge : tiny);
+        }
+      }
+      for (const Op op : kOps) {
+        expect_every_shape_equal(Kernel::kExact, dtype, slots, op,
+                                 {Layout{}, Layout{6, 1, 2}, Layout{0, 0, 0, true}});
       }
     }
   }
