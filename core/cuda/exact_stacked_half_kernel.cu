@@ -637,6 +637,11 @@ template <bool kF16>
 void launch_shaped(const HalfTable& table, const ExactHalfArgs& args, Op op, cudaStream_t stream,
                    detail::HalfExactShape shape) {
   const auto launch = [&](auto kernel, std::size_t units_per_thread, const char* name) {
+    if (shape == detail::HalfExactShape::kStaged2x4 ||
+        shape == detail::HalfExactShape::kStaged2x4Hybrid ||
+        shape == detail::HalfExactShape::kStaged4x2) {
+      half_kernel_detail::prefer_shared_memory(reinterpret_cast<const void*>(kernel));
+    }
     kernel<<<half_kernel_detail::grid_for_units(kernel, table, units_per_thread), kThreads, 0,
              stream>>>(table, args);
     RV_CUDA_CHECK_LAUNCH(name);

@@ -287,6 +287,7 @@ void launch_fold(const HalfTable& table, const FoldFinish& finish, cudaStream_t 
     return;
   }
   const auto staged = [&](auto kernel) {
+    half_kernel_detail::prefer_shared_memory(reinterpret_cast<const void*>(kernel));
     // One group of 32 units a warp at a time: a thread's work is a unit.
     kernel<<<half_kernel_detail::grid_for_units(kernel, table, 1), kThreads, 0, stream>>>(table,
                                                                                           finish);

@@ -29,7 +29,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
+#include <set>
 #include <string>
+#include <utility>
 
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/half_stacked_kernel.h"
@@ -137,6 +140,22 @@ unsigned grid_for_units(Kernel kernel, const HalfTable& t, std::size_t units_per
   const std::size_t work = t.units != 0 ? (t.units + units_per_thread - 1) / units_per_thread : t.n;
   return cuda_detail::resident_grid(reinterpret_cast<const void*>(kernel), kThreads,
                                     (work + kThreads - 1) / kThreads);
+}
+
+// The staged kernels keep their rounds in shared memory and read nothing through L1: the
+// largest shared-memory carveout, so that as many of their blocks stay resident as
+// resident_grid counts (a hint the driver may overrule). Once per kernel and device, before
+// its grid is sized.
+inline void prefer_shared_memory(const void* kernel) {
+  static std::mutex mutex;
+  static std::set<std::pair<const void*, int>> done;
+  int device = 0;
+  RV_CUDA_CHECK(cudaGetDevice(&device));
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (done.emplace(kernel, device).second) {
+    RV_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                       cudaSharedmemCarveoutMaxShared));
+  }
 }
 
 // The elements outside the units: the head, then the tail (every element on the scalar path).
