@@ -296,8 +296,9 @@ void launch_for(const HalfTable& table, const ExactHalfArgs& args, Op op, cudaSt
 //   law where the double cannot).
 // * The one rounding straight from the double: round_double (one conversion on sm_90), no
 //   NaN to canonicalise (NaN sums never reach it).
-// * kHybrid: the odd elements (the high half of each word) converted to double by integer
-//   instructions instead of cvt.f64.f32, whose rate is a quarter of the integer units': the
+// * kScaled (a mask: 1 the even elements, the low half of each word; 2 the odd ones; 3 both;
+//   hybrid is 2, integer 3): those elements converted to double by integer instructions
+//   instead of cvt.f64.f32, whose rate on sm_90 is a quarter of the integer units': the
 //   bits (s, e, m) of a bf16 placed as a double's sign, low exponent bits and top mantissa
 //   bits are the double x × 2^-896 for every finite x (a bf16 subnormal becomes the double
 //   subnormal m × 2^-1029 = x × 2^-896; ±0 stays ±0); for f16 the same with 2^-1008. Their
@@ -314,14 +315,16 @@ struct UnitSums {
   std::uint32_t smallest_less_one[kUnit / 2];  // per word: both elements' smallest magnitude − 1
 };
 
-// One element of a word as a double: exact. kScaled: by integer instructions, the value
-// x × 2^-896 (bf16) or x × 2^-1008 (f16), for the high half only.
+// One element of a word (kHigh: its high half) as a double: exact. kScaled: by integer
+// instructions, the value x × 2^-896 (bf16) or x × 2^-1008 (f16).
 template <bool kF16, bool kHigh, bool kScaled>
 __device__ __forceinline__ double to_double(std::uint32_t w) {
   if constexpr (kScaled) {
-    static_assert(kHigh, "only the high half is converted by shifts");
-    // An arithmetic shift puts the sign in bit 31 and the magnitude's exponent at bit 20.
-    const auto shifted = static_cast<std::uint32_t>(static_cast<std::int32_t>(w) >> (kF16 ? 6 : 3));
+    // The element in the word's top half; an arithmetic shift puts its sign in bit 31 and its
+    // exponent's lowest bit at bit 20, the double's.
+    const std::uint32_t top = kHigh ? w : w << 16;
+    const auto shifted =
+        static_cast<std::uint32_t>(static_cast<std::int32_t>(top) >> (kF16 ? 6 : 3));
     return __hiloint2double(static_cast<int>(shifted & (kF16 ? 0x81FFFC00u : 0x8FFFE000u)), 0);
   } else {
     const float2 v = half_kernel_detail::widen_pair<kF16>(w);
@@ -331,7 +334,7 @@ __device__ __forceinline__ double to_double(std::uint32_t w) {
 
 // One unit of one slot added into the unit's sums (kFirst: slot 0's, which starts them: the
 // law's sum from −0, as add() above).
-template <bool kF16, bool kHybrid, bool kFirst>
+template <bool kF16, int kScaled, bool kFirst>
 __device__ __forceinline__ void add_unit(UnitSums& s, const Unit& x) {
 #pragma unroll
   for (int j = 0; j < static_cast<int>(kUnit / 2); ++j) {
@@ -341,8 +344,8 @@ __device__ __forceinline__ void add_unit(UnitSums& s, const Unit& x) {
     if constexpr (!kF16) {
       s.smallest_less_one[j] = __vminu2(s.smallest_less_one[j], __vsub2(magnitudes, 0x00010001u));
     }
-    const double low = to_double<kF16, false, false>(w);
-    const double high = to_double<kF16, true, kHybrid>(w);
+    const double low = to_double<kF16, false, (kScaled & 1) != 0>(w);
+    const double high = to_double<kF16, true, (kScaled & 2) != 0>(w);
     if constexpr (kFirst) {
       s.sum[2 * j] = low;
       s.sum[2 * j + 1] = high;
@@ -380,10 +383,10 @@ __device__ __forceinline__ std::uint32_t law_lanes(const UnitSums& s, const Exac
 }
 
 // The result of element e (0: the low half of a word, 1: the high half) from its double: the
-// rescale (kHybrid's odd elements) and the mean, then the one rounding.
-template <bool kF16, bool kHybrid>
+// rescale (kScaled's elements) and the mean, then the one rounding.
+template <bool kF16, int kScaled>
 __device__ __forceinline__ std::uint16_t settled(double y, const ExactHalfArgs& a, int e) {
-  if (kHybrid || a.mean) y = __dmul_rn(y, a.scale[kHybrid ? e : 0]);
+  if (kScaled != 0 || a.mean) y = __dmul_rn(y, a.scale[(kScaled >> e) & 1]);
   if (a.divide) y = __ddiv_rn(y, static_cast<double>(a.world));
   return half_kernel_detail::round_double<kF16>(y);
 }
@@ -466,7 +469,7 @@ __device__ __noinline__ void finish_elementwise(ElementArgs e, unsigned char* ou
 
 // A unit's results: one rounding of each double (rescaled, and the mean), or, when an element
 // must take the law, finish_elementwise.
-template <bool kF16, bool kHybrid>
+template <bool kF16, int kScaled>
 __device__ __forceinline__ void finish_units_unit(const HalfTable& t, const ExactHalfArgs& a,
                                                   std::size_t u, const UnitSums& s) {
   std::uint32_t flagged = 0;
@@ -479,15 +482,15 @@ __device__ __forceinline__ void finish_units_unit(const HalfTable& t, const Exac
 #pragma unroll
   for (int j = 0; j < static_cast<int>(kUnit / 2); ++j) {
     result.w[j] =
-        static_cast<std::uint32_t>(settled<kF16, kHybrid>(s.sum[2 * j], a, 0)) |
-        (static_cast<std::uint32_t>(settled<kF16, kHybrid>(s.sum[2 * j + 1], a, 1)) << 16);
+        static_cast<std::uint32_t>(settled<kF16, kScaled>(s.sum[2 * j], a, 0)) |
+        (static_cast<std::uint32_t>(settled<kF16, kScaled>(s.sum[2 * j + 1], a, 1)) << 16);
   }
   half_kernel_detail::store_unit(t, u, result);
 }
 
 // One round of the thread's units: slots r … r + kSlots − 1, requested together, then
 // realigned and added in ascending slot order.
-template <bool kF16, bool kHybrid, int kSlots, int kUnits, bool kFirst>
+template <bool kF16, int kScaled, int kSlots, int kUnits, bool kFirst>
 __device__ __forceinline__ void add_round(const HalfTable& t, std::uint32_t r, std::size_t first,
                                           std::size_t threads, const std::uint32_t (&phase)[kSlots],
                                           const half_kernel_detail::Chunks (&held)[kSlots][kUnits],
@@ -500,9 +503,9 @@ __device__ __forceinline__ void add_round(const HalfTable& t, std::uint32_t r, s
       if (first + v * threads < t.units) {
         const Unit x = half_kernel_detail::realign(held[b][v], phase[b]);
         if (kFirst && b == 0) {
-          add_unit<kF16, kHybrid, true>(s[v], x);
+          add_unit<kF16, kScaled, true>(s[v], x);
         } else {
-          add_unit<kF16, kHybrid, false>(s[v], x);
+          add_unit<kF16, kScaled, false>(s[v], x);
         }
       }
     }
@@ -521,7 +524,7 @@ __device__ __forceinline__ void exact_edges(const HalfTable& t, const ExactHalfA
 
 // kSlots slots' loads of kUnits units in flight, then added; the units finished after the
 // last round.
-template <bool kF16, bool kHybrid, int kSlots, int kUnits, int kMinBlocks>
+template <bool kF16, int kScaled, int kSlots, int kUnits, int kMinBlocks>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
     exact_units_kernel(HalfTable t, ExactHalfArgs a) {
   using half_kernel_detail::Chunks;
@@ -536,18 +539,18 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       std::uint32_t phase[kSlots];
       Chunks held[kSlots][kUnits];
       half_kernel_detail::load_round(t, 0, first, threads, phase, held);
-      add_round<kF16, kHybrid, kSlots, kUnits, true>(t, 0, first, threads, phase, held, s);
+      add_round<kF16, kScaled, kSlots, kUnits, true>(t, 0, first, threads, phase, held, s);
     }
     for (std::uint32_t r = kSlots; r < t.world; r += kSlots) {
       std::uint32_t phase[kSlots];
       Chunks held[kSlots][kUnits];
       half_kernel_detail::load_round(t, r, first, threads, phase, held);
-      add_round<kF16, kHybrid, kSlots, kUnits, false>(t, r, first, threads, phase, held, s);
+      add_round<kF16, kScaled, kSlots, kUnits, false>(t, r, first, threads, phase, held, s);
     }
 #pragma unroll
     for (int v = 0; v < kUnits; ++v) {
       const std::size_t u = first + v * threads;
-      if (u < t.units) finish_units_unit<kF16, kHybrid>(t, a, u, s[v]);
+      if (u < t.units) finish_units_unit<kF16, kScaled>(t, a, u, s[v]);
     }
   }
   exact_edges<kF16>(t, a, thread, threads);
@@ -562,7 +565,7 @@ struct Job {
 // One step of the pipelined kernel: the next job's loads into `next` (when there is one),
 // then this job's chunks `held` added (and the unit finished after its last round). Returns
 // whether there is a next job; `job` becomes it.
-template <bool kF16, bool kHybrid, int kSlots>
+template <bool kF16, int kScaled, int kSlots>
 __device__ __forceinline__ bool pipelined_step(const HalfTable& t, const ExactHalfArgs& a,
                                                std::size_t threads, Job& job,
                                                const std::uint32_t (&phase)[kSlots],
@@ -577,18 +580,18 @@ __device__ __forceinline__ bool pipelined_step(const HalfTable& t, const ExactHa
     half_kernel_detail::load_round(t, following.r, following.first, threads, next_phase, next);
   if (job.r == 0) {
     start_window(s[0]);
-    add_round<kF16, kHybrid, kSlots, 1, true>(t, 0, job.first, threads, phase, held, s);
+    add_round<kF16, kScaled, kSlots, 1, true>(t, 0, job.first, threads, phase, held, s);
   } else {
-    add_round<kF16, kHybrid, kSlots, 1, false>(t, job.r, job.first, threads, phase, held, s);
+    add_round<kF16, kScaled, kSlots, 1, false>(t, job.r, job.first, threads, phase, held, s);
   }
-  if (last_round) finish_units_unit<kF16, kHybrid>(t, a, job.first, s[0]);
+  if (last_round) finish_units_unit<kF16, kScaled>(t, a, job.first, s[0]);
   job = following;
   return more;
 }
 
 // One unit a thread, kSlots slots a round, the next round's (or the next unit's first round's)
 // loads issued before this round is added: two buffers of chunks, used in turn.
-template <bool kF16, bool kHybrid, int kSlots, int kMinBlocks>
+template <bool kF16, int kScaled, int kSlots, int kMinBlocks>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
     exact_pipelined_kernel(HalfTable t, ExactHalfArgs a) {
   using half_kernel_detail::Chunks;
@@ -601,9 +604,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     Chunks held_a[kSlots][1], held_b[kSlots][1];
     UnitSums s[1];
     half_kernel_detail::load_round(t, 0, job.first, threads, phase_a, held_a);
-    while (pipelined_step<kF16, kHybrid, kSlots>(t, a, threads, job, phase_a, held_a, phase_b,
+    while (pipelined_step<kF16, kScaled, kSlots>(t, a, threads, job, phase_a, held_a, phase_b,
                                                  held_b, s) &&
-           pipelined_step<kF16, kHybrid, kSlots>(t, a, threads, job, phase_b, held_b, phase_a,
+           pipelined_step<kF16, kScaled, kSlots>(t, a, threads, job, phase_b, held_b, phase_a,
                                                  held_a, s)) {
     }
   }
@@ -613,7 +616,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
 // The units kernel's work with the loads staged through shared memory
 // (half_kernel_detail::staged_units): kSlots slots a round, kStages − 1 rounds in flight, no
 // chunk held in registers while it is in flight.
-template <bool kF16, bool kHybrid, int kSlots, int kStages, int kMinBlocks>
+template <bool kF16, int kScaled, int kSlots, int kStages, int kMinBlocks>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
     exact_staged_kernel(HalfTable t, ExactHalfArgs a) {
   const std::size_t thread = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -624,12 +627,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       [&](const Unit& x, bool first) {
         if (first) {
           start_window(s);
-          add_unit<kF16, kHybrid, true>(s, x);
+          add_unit<kF16, kScaled, true>(s, x);
         } else {
-          add_unit<kF16, kHybrid, false>(s, x);
+          add_unit<kF16, kScaled, false>(s, x);
         }
       },
-      [&](std::size_t u) { finish_units_unit<kF16, kHybrid>(t, a, u, s); });
+      [&](std::size_t u) { finish_units_unit<kF16, kScaled>(t, a, u, s); });
   exact_edges<kF16>(t, a, thread, threads);
 }
 
@@ -639,6 +642,7 @@ void launch_shaped(const HalfTable& table, const ExactHalfArgs& args, Op op, cud
   const auto launch = [&](auto kernel, std::size_t units_per_thread, const char* name) {
     if (shape == detail::HalfExactShape::kStaged2x4 ||
         shape == detail::HalfExactShape::kStaged2x4Hybrid ||
+        shape == detail::HalfExactShape::kStaged2x4Integer ||
         shape == detail::HalfExactShape::kStaged4x2) {
       half_kernel_detail::prefer_shared_memory(reinterpret_cast<const void*>(kernel));
     }
@@ -652,15 +656,17 @@ void launch_shaped(const HalfTable& table, const ExactHalfArgs& args, Op op, cud
     case detail::HalfExactShape::kTwoUnits:
       return launch_for<kF16, 2, 2>(table, args, op, stream);
     case detail::HalfExactShape::kSlots4:
-      return launch(exact_units_kernel<kF16, false, 4, 1, 2>, 1, "exact_units_kernel<4x1>");
+      return launch(exact_units_kernel<kF16, 0, 4, 1, 2>, 1, "exact_units_kernel<4x1>");
     case detail::HalfExactShape::kSlots2Pipelined:
-      return launch(exact_pipelined_kernel<kF16, false, 2, 2>, 1, "exact_pipelined_kernel<2>");
+      return launch(exact_pipelined_kernel<kF16, 0, 2, 2>, 1, "exact_pipelined_kernel<2>");
     case detail::HalfExactShape::kStaged2x4:
-      return launch(exact_staged_kernel<kF16, false, 2, 4, 2>, 1, "exact_staged_kernel<2x4>");
+      return launch(exact_staged_kernel<kF16, 0, 2, 4, 2>, 1, "exact_staged_kernel<2x4>");
     case detail::HalfExactShape::kStaged2x4Hybrid:
-      return launch(exact_staged_kernel<kF16, true, 2, 4, 2>, 1, "exact_staged_kernel<2x4 hybrid>");
+      return launch(exact_staged_kernel<kF16, 2, 2, 4, 2>, 1, "exact_staged_kernel<2x4 hybrid>");
     case detail::HalfExactShape::kStaged4x2:
-      return launch(exact_staged_kernel<kF16, false, 4, 2, 2>, 1, "exact_staged_kernel<4x2>");
+      return launch(exact_staged_kernel<kF16, 0, 4, 2, 2>, 1, "exact_staged_kernel<4x2>");
+    case detail::HalfExactShape::kStaged2x4Integer:
+      return launch(exact_staged_kernel<kF16, 3, 2, 4, 2>, 1, "exact_staged_kernel<2x4 integer>");
   }
   throw InternalError("unknown half exact shape");
 }
@@ -679,8 +685,8 @@ ExactHalfArgs args_of(std::uint32_t world, Op op, DType dtype) {
   a.log2_world_ceiling = exact::log2_ceiling(world);
   a.mean = op == Op::kMean;
   a.divide = a.mean && a.log2_world < 0;
-  // Even elements: the double is the value; odd ones (kHybrid): the value times 2^-896 or
-  // 2^-1008. A power-of-two mean's 2^-k joins the rescale.
+  // Elements converted by cvt: the double is the value; by shifts (kScaled): the value times
+  // 2^-896 or 2^-1008. A power-of-two mean's 2^-k joins the rescale.
   const int shift = a.mean && !a.divide ? a.log2_world : 0;
   a.scale[0] = std::ldexp(1.0, -shift);
   a.scale[1] = std::ldexp(1.0, (dtype == DType::kF16 ? 1008 : 896) - shift);
@@ -716,6 +722,8 @@ const char* to_string(HalfExactShape shape) {
       return "staged-s2x4-hybrid";
     case HalfExactShape::kStaged4x2:
       return "staged-s4x2";
+    case HalfExactShape::kStaged2x4Integer:
+      return "staged-s2x4-integer";
   }
   return "unknown";
 }
