@@ -8,6 +8,7 @@
 #include "core/dtype_arrays.h"
 #include "core/error.h"
 #include "core/exact/exact_law.h"
+#include "core/exact/exact_reduction.h"
 #include "core/exact/host_exact.h"
 #include "core/fold.h"
 #include "core/seed_law.h"
@@ -161,6 +162,53 @@ void EmulatedWorld::all_reduce_exact(std::vector<std::vector<float>>& arenas, Op
       exact_round(words[r].data(), plans[r], op, arenas[r].data() + begin, dtype);
     }
   }
+}
+
+std::vector<float> EmulatedWorld::owner_table(const std::vector<std::vector<float>>& arenas,
+                                              const DeliveryOrders& delivery, std::uint32_t owner,
+                                              std::size_t begin, std::size_t count) const {
+  std::vector<float> stacked(static_cast<std::size_t>(world_) * count, 0.0f);
+  for (std::uint32_t k = 0; k < world_; ++k) {
+    const std::uint32_t source = delivery.empty() ? k : delivery[owner][k];
+    if (count == 0) continue;
+    std::memcpy(stacked.data() + static_cast<std::size_t>(source) * count,
+                arenas[source].data() + begin, count * sizeof(float));
+  }
+  return stacked;
+}
+
+std::vector<std::vector<float>> EmulatedWorld::reduce_scatter(
+    const std::vector<std::vector<float>>& arenas, Op op, const DeliveryOrders& delivery,
+    DType dtype, std::optional<std::size_t> shard_size) const {
+  const std::size_t n = check_world_input(arenas, world_, delivery);
+  const std::vector<Shard> plan = padded_shard_plan(n, world_, shard_size);
+  std::vector<std::vector<float>> shards(world_);
+  for (std::uint32_t owner = 0; owner < world_; ++owner) {
+    const Shard shard = plan[owner];
+    const std::vector<float> stacked =
+        owner_table(arenas, delivery, owner, shard.begin, shard.count);
+    shards[owner].resize(shard.count);
+    fold_stacked(stacked.data(), world_, shard.count, shard.count, op, shards[owner].data());
+    round_to_dtype_in_place(shards[owner].data(), shard.count, dtype);
+  }
+  return shards;
+}
+
+std::vector<std::vector<float>> EmulatedWorld::reduce_scatter_exact(
+    const std::vector<std::vector<float>>& arenas, Op op, const DeliveryOrders& delivery,
+    DType dtype, std::optional<std::size_t> shard_size) const {
+  const std::size_t n = check_world_input(arenas, world_, delivery);
+  const std::vector<Shard> plan = padded_shard_plan(n, world_, shard_size);
+  std::vector<std::vector<float>> shards(world_);
+  for (std::uint32_t owner = 0; owner < world_; ++owner) {
+    const Shard shard = plan[owner];
+    const std::vector<float> stacked =
+        owner_table(arenas, delivery, owner, shard.begin, shard.count);
+    shards[owner].resize(shard.count);
+    exact_reduce_stacked(stacked.data(), world_, shard.count, shard.count, op, shards[owner].data(),
+                         dtype);
+  }
+  return shards;
 }
 
 }  // namespace rv

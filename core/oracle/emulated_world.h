@@ -4,7 +4,9 @@
 // reduced shards are all-gathered back into every arena. Its bits are the contract.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "core/contract.h"
@@ -43,7 +45,28 @@ class EmulatedWorld {
   void all_reduce_exact(std::vector<std::vector<float>>& arenas, Op op,
                         const DeliveryOrders& delivery = {}, DType dtype = DType::kF32) const;
 
+  // The reduce-scatter (docs/DESIGN.md §2.6): the owner dataflow without the all-gather, over
+  // padded_shard_plan(n, W, shard_size) (nullopt: FSDP's ⌈n / W⌉). Returns the W shards,
+  // shards[p] = rank p's result (the padding dropped: shorter or empty where a shard reaches
+  // into it); the arenas are left as they were. Each owner receives the W copies of its shard
+  // in delivery[p]'s order into a rank-indexed table and reduces it: fixed-order folds it
+  // ascending and rounds to the dtype; exact (reduce_scatter_exact) takes
+  // exact_reduce_stacked over the table, the law applied to the shard's own blocks, since the
+  // exact result does not depend on how the arena is partitioned. Every element must equal
+  // all_reduce's (all_reduce_exact's) at its index.
+  std::vector<std::vector<float>> reduce_scatter(
+      const std::vector<std::vector<float>>& arenas, Op op, const DeliveryOrders& delivery = {},
+      DType dtype = DType::kF32, std::optional<std::size_t> shard_size = std::nullopt) const;
+  std::vector<std::vector<float>> reduce_scatter_exact(
+      const std::vector<std::vector<float>>& arenas, Op op, const DeliveryOrders& delivery = {},
+      DType dtype = DType::kF32, std::optional<std::size_t> shard_size = std::nullopt) const;
+
  private:
+  // Owner p's table of its shard: slot r = rank r's copy, filled in delivery[p]'s order.
+  std::vector<float> owner_table(const std::vector<std::vector<float>>& arenas,
+                                 const DeliveryOrders& delivery, std::uint32_t owner,
+                                 std::size_t begin, std::size_t count) const;
+
   std::uint32_t world_;
 };
 

@@ -32,6 +32,18 @@ class ExactDevice {
                      DType dtype) = 0;
   // Waits until all work issued on this device is done.
   virtual void synchronize() = 0;
+
+  // The reduce-scatter (docs/DESIGN.md §2.6) moves addends, not digits: each owner reduces a
+  // stacked table of the W ranks' copies of its shard. Float scratch in this device's memory
+  // (never null, even for n = 0), freed by free_values.
+  virtual float* allocate_values(std::size_t n);
+  virtual void free_values(float* p);
+  // The exact contract over that table: slot r at stacked + r × slot_stride (≥ n for W > 1),
+  // n values each, the results rounded to `dtype`, widened, into out: the bits of
+  // core/exact/exact_reduction.h's exact_reduce_stacked. A device without these (the GPU's
+  // come with issue 38's CUDA part) refuses with an InternalError naming itself.
+  virtual void reduce_stacked(const float* stacked, std::uint32_t world, std::size_t slot_stride,
+                              std::size_t n, Op op, float* out, DType dtype);
 };
 
 // The host: core/exact/host_exact.h's functions over host memory.

@@ -6,6 +6,8 @@
 #include "core/error.h"
 #include "core/exact/exact_law.h"
 #include "core/reducer/agreement.h"
+#include "core/reducer/owner_scatter.h"
+#include "core/reducer/reduce_scatter_agreement.h"
 
 namespace rv {
 
@@ -18,6 +20,7 @@ ExactOptions ExactOptions::for_device(const ExactDevice& /*device*/) {
   // sharing the cores wait for each other at every step; the digits leaving the cache
   // between the encode and the round cost less than that.
   options.piece_elements = std::size_t{1} << 24;
+  options.scatter_table_bytes = std::size_t{16} << 20;
   return options;
 }
 
@@ -34,6 +37,7 @@ ExactReducer::ExactReducer(Transport& transport, ExactDevice& device, const Exac
 
 ExactReducer::~ExactReducer() {
   if (words_ != nullptr) device_.free_words(words_);
+  if (values_ != nullptr) device_.free_values(values_);
 }
 
 std::int64_t* ExactReducer::words_scratch(std::size_t n) {
@@ -44,6 +48,16 @@ std::int64_t* ExactReducer::words_scratch(std::size_t n) {
     words_capacity_ = n;
   }
   return words_;
+}
+
+float* ExactReducer::values_scratch(std::size_t n) {
+  if (values_ == nullptr || values_capacity_ < n) {
+    if (values_ != nullptr) device_.free_values(values_);
+    values_ = nullptr;  // stays null if allocate throws
+    values_ = device_.allocate_values(n);
+    values_capacity_ = n;
+  }
+  return values_;
 }
 
 void ExactReducer::all_reduce(float* arena, std::size_t n, Op op, DType dtype) {
@@ -82,6 +96,38 @@ void ExactReducer::all_reduce(float* arena, std::size_t n, Op op, DType dtype) {
     device_.synchronize();
     traffic_.sum_words += plan.words;
   }
+}
+
+void ExactReducer::reduce_scatter(const float* arena, std::size_t n, float* out,
+                                  std::size_t out_count, Op op, DType dtype,
+                                  std::optional<std::size_t> shard_size) {
+  const std::vector<Shard> plan =
+      agree_on_reduce_scatter(transport_, Contract::kExact, op, dtype, n, shard_size, out_count);
+  const std::uint32_t world = transport_.world_size();
+  const std::uint32_t me = transport_.rank();
+  if (world == 1) {
+    device_.reduce_stacked(arena, 1, n, n, op, out, dtype);
+    device_.synchronize();
+    return;
+  }
+  const Shard mine = plan[me];
+  const OwnerTables tables = OwnerTables::of(plan, me, options_.scatter_table_bytes);
+  float* scratch = values_scratch(tables.scratch_floats());
+  auto out_of = [&](std::size_t k) {
+    return out + (piece_of(mine, k, tables.pieces).begin - mine.begin);
+  };
+  OwnerScatterSteps steps;
+  steps.table_of = [&](std::size_t k) { return tables.table(scratch, k, out_of(k)); };
+  // The stacked reduction reads whole slots, the owner's own included: its copy comes
+  // through the exchange (a local copy), not from the arena.
+  steps.reduce_piece = [&](std::size_t k, float* table) {
+    const Shard piece = piece_of(mine, k, tables.pieces);
+    device_.reduce_stacked(table, world, tables.slot_stride, piece.count, op, out_of(k), dtype);
+    device_.synchronize();
+  };
+  device_.synchronize();
+  // Every count follows from what the ranks have just agreed: no exchange re-agrees.
+  scatter_to_owners_in_pieces(transport_, arena, plan, tables, /*own_in_place=*/false, steps);
 }
 
 }  // namespace rv

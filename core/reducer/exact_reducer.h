@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "core/contract.h"
@@ -20,6 +21,10 @@ struct ExactOptions {
   // Elements per sum round (a multiple of exact::kBlock; 0 = the whole arena at once).
   // for_device: 16 Mi on the host and on a GPU (large messages; scratch bounded).
   std::size_t piece_elements = 0;
+  // The reduce-scatter's owner tables (W slots of a piece of its shard), at most this many
+  // bytes each; 0 = the whole shard at once. for_device: 16 MiB, the fixed-order host fold's
+  // table (the stacked reduction streams its W slots as that fold does).
+  std::size_t scatter_table_bytes = 0;
   static ExactOptions for_device(const ExactDevice& device);
 };
 
@@ -54,16 +59,32 @@ class ExactReducer {
   // to the dtype, widened.
   void all_reduce(float* arena, std::size_t n, Op op, DType dtype = DType::kF32);
 
+  // The reduce-scatter (docs/DESIGN.md §2.6), the same call as
+  // FixedOrderReducer::reduce_scatter: rank p's shard of padded_shard_plan(n, W, shard_size)
+  // into out (exactly out_count = that shard's length), every element with the bits
+  // all_reduce gives at that index. The exact result depends on the addends alone, not on how
+  // the arena is partitioned, so the owners receive the addends themselves (4 bytes an
+  // element, (W − 1)/W of the arena sent per rank) and reduce their stacked table
+  // (ExactDevice::reduce_stacked); no digits and no agreement words travel. The device must
+  // have reduce_stacked (the host does).
+  void reduce_scatter(const float* arena, std::size_t n, float* out, std::size_t out_count, Op op,
+                      DType dtype = DType::kF32,
+                      std::optional<std::size_t> shard_size = std::nullopt);
+
+  // What the last all_reduce moved (reduce_scatter leaves it as it was).
   const ExactTraffic& last_traffic() const { return traffic_; }
 
  private:
   std::int64_t* words_scratch(std::size_t n);
+  float* values_scratch(std::size_t n);
 
   Transport& transport_;
   ExactDevice& device_;
   ExactOptions options_;
   std::int64_t* words_ = nullptr;
   std::size_t words_capacity_ = 0;
+  float* values_ = nullptr;
+  std::size_t values_capacity_ = 0;
   std::vector<std::int64_t> agreed_;
   ExactTraffic traffic_;
 };

@@ -10,10 +10,14 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
+#include <optional>
+#include <vector>
 
 #include "core/contract.h"
 #include "core/dtype.h"
 #include "core/reducer/fold_device.h"
+#include "core/shard_plan.h"
 #include "core/transport/transport.h"
 
 namespace rv {
@@ -62,8 +66,27 @@ class FixedOrderReducer {
   // the dtype's values (widened) afterwards. The wire carries the widened 4 bytes.
   void all_reduce(float* arena, std::size_t n, Op op, DType dtype = DType::kF32);
 
+  // The reduce-scatter (docs/DESIGN.md §2.6): the first half of all_reduce, without the
+  // distribution. Rank p receives its shard of padded_shard_plan(n, W, shard_size) (nullopt:
+  // FSDP's ⌈n / W⌉) in `out`, which holds exactly that shard's out_count elements (fewer than
+  // the shard size, or none, where the shard reaches into the padding); every element has the
+  // bits all_reduce gives at that index. `arena` is read only; `out` (the device's memory) may
+  // be the shard's own place in it, or memory apart from it. Each rank sends (W − 1)/W of
+  // its arena and folds one shard. Collective: the ranks first agree on op, dtype, n, the
+  // shard size and every output's length (agree_on_reduce_scatter), so a disagreement or a
+  // wrong output length is an InputError on every rank naming the numbers.
+  void reduce_scatter(const float* arena, std::size_t n, float* out, std::size_t out_count, Op op,
+                      DType dtype = DType::kF32,
+                      std::optional<std::size_t> shard_size = std::nullopt);
+
  private:
   float* stacked_scratch(std::size_t floats);
+  // The owner dataflow's first half over `plan` (owner_scatter.h): this rank's shard folded,
+  // rounded to dtype, into out (piece by piece). first_scatter may adjust piece 0's exchange;
+  // done(k, pieces), if given, runs after piece k is folded.
+  void fold_own_shard(const float* arena, const std::vector<Shard>& plan, float* out, Op op,
+                      DType dtype, const std::function<void(ExchangePlan&)>& first_scatter,
+                      const std::function<void(std::size_t, std::size_t)>& done);
 
   Transport& transport_;
   FoldDevice& device_;
