@@ -467,17 +467,15 @@ __device__ __noinline__ void finish_elementwise(ElementArgs e, unsigned char* ou
   }
 }
 
-// A unit's results: one rounding of each double (rescaled, and the mean), or, when an element
-// must take the law, finish_elementwise.
+// A unit's results: one rounding of each double (rescaled, and the mean); false, nothing
+// written, when an element must take the law (the caller's finish_elementwise).
 template <bool kF16, int kScaled>
-__device__ __forceinline__ void finish_units_unit(const HalfTable& t, const ExactHalfArgs& a,
-                                                  std::size_t u, const UnitSums& s) {
+__device__ __forceinline__ bool settle_unit(const HalfTable& t, const ExactHalfArgs& a,
+                                            std::size_t u, const UnitSums& s) {
   std::uint32_t flagged = 0;
 #pragma unroll
   for (int j = 0; j < static_cast<int>(kUnit / 2); ++j) flagged |= law_lanes<kF16>(s, a, j);
-  if (__builtin_expect((flagged & 0x80008000u) != 0, 0)) {
-    return finish_elementwise<kF16>(element_args(t, a), t.out, t.head + kUnit * u);
-  }
+  if (__builtin_expect((flagged & 0x80008000u) != 0, 0)) return false;
   Unit result;
 #pragma unroll
   for (int j = 0; j < static_cast<int>(kUnit / 2); ++j) {
@@ -486,6 +484,16 @@ __device__ __forceinline__ void finish_units_unit(const HalfTable& t, const Exac
         (static_cast<std::uint32_t>(settled<kF16, kScaled>(s.sum[2 * j + 1], a, 1)) << 16);
   }
   half_kernel_detail::store_unit(t, u, result);
+  return true;
+}
+
+// settle_unit, or finish_elementwise in its place.
+template <bool kF16, int kScaled>
+__device__ __forceinline__ void finish_units_unit(const HalfTable& t, const ExactHalfArgs& a,
+                                                  std::size_t u, const UnitSums& s) {
+  if (!settle_unit<kF16, kScaled>(t, a, u, s)) {
+    finish_elementwise<kF16>(element_args(t, a), t.out, t.head + kUnit * u);
+  }
 }
 
 // One round of the thread's units: slots r … r + kSlots − 1, requested together, then
@@ -613,26 +621,66 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   exact_edges<kF16>(t, a, thread, threads);
 }
 
+// One staged walk from `job` with its own sums (so that a walk's registers never live across
+// another walk's calls): kDefer sets units for the law aside in `queue`, otherwise they are
+// finished in place.
+template <bool kF16, int kScaled, int kSlots, int kStages, bool kDefer>
+__device__ __forceinline__ half_kernel_detail::StagedJob staged_walk(
+    const HalfTable& t, const ExactHalfArgs& a, half_kernel_detail::StagedJob job,
+    half_kernel_detail::WarpStages<kSlots, kStages>& mine, std::size_t* queue, unsigned& queued) {
+  UnitSums s;
+  const auto add = [&](const Unit& x, bool first) {
+    if (first) {
+      start_window(s);
+      add_unit<kF16, kScaled, true>(s, x);
+    } else {
+      add_unit<kF16, kScaled, false>(s, x);
+    }
+  };
+  return half_kernel_detail::staged_units<kSlots, kStages, kDefer>(
+      t, job, mine, queue, queued, add, [&](std::size_t u) {
+        if constexpr (kDefer) {
+          return !settle_unit<kF16, kScaled>(t, a, u, s);
+        } else {
+          finish_units_unit<kF16, kScaled>(t, a, u, s);
+          return false;
+        }
+      });
+}
+
 // The units kernel's work with the loads staged through shared memory
 // (half_kernel_detail::staged_units): kSlots slots a round, kStages − 1 rounds in flight, no
-// chunk held in registers while it is in flight.
-template <bool kF16, int kScaled, int kSlots, int kStages, int kMinBlocks>
+// chunk held in registers while it is in flight. kDefer: a unit that must go element by element
+// is set aside and finished after the walk, which stops when the warp's queue fills and is
+// followed by a walk without deferral over the rest (so a table full of specials is slow, but
+// right), so that no call sits in the first walk's loop: a call there makes every value live
+// across it a spill in the loop (ptxas -v: 240 bytes at 80 registers), and without one the
+// kernel fits 3 blocks an SM (kMinBlocks, 80 registers) instead of 2.
+template <bool kF16, int kScaled, int kSlots, int kStages, bool kDefer, int kMinBlocks>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
     exact_staged_kernel(HalfTable t, ExactHalfArgs a) {
   const std::size_t thread = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::size_t threads = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  UnitSums s;
-  half_kernel_detail::staged_units<kSlots, kStages>(
-      t,
-      [&](const Unit& x, bool first) {
-        if (first) {
-          start_window(s);
-          add_unit<kF16, kScaled, true>(s, x);
-        } else {
-          add_unit<kF16, kScaled, false>(s, x);
-        }
-      },
-      [&](std::size_t u) { finish_units_unit<kF16, kScaled>(t, a, u, s); });
+  const unsigned warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  __shared__ half_kernel_detail::WarpStages<kSlots, kStages> stages[half_kernel_detail::kWarps];
+  half_kernel_detail::WarpStages<kSlots, kStages>& mine = stages[warp];
+  half_kernel_detail::StagedJob job{blockIdx.x * half_kernel_detail::kWarps + warp, 0};
+  unsigned none = 0;
+  if constexpr (kDefer) {
+    __shared__ std::size_t queues[half_kernel_detail::kWarps][half_kernel_detail::kQueue];
+    std::size_t* queue = queues[warp];
+    unsigned queued = 0;
+    job = staged_walk<kF16, kScaled, kSlots, kStages, true>(t, a, job, mine, queue, queued);
+    // The set-aside units' outputs are unwritten and their addends untouched: element by
+    // element now, a unit a lane.
+    for (unsigned q = lane; q < queued; q += 32) {
+      finish_elementwise<kF16>(element_args(t, a), t.out,
+                               t.head + half_kernel_detail::kUnit * queue[q]);
+    }
+    // The queue filled (many units for the law, as on tables full of specials): the rest
+    // finished in place.
+  }
+  staged_walk<kF16, kScaled, kSlots, kStages, false>(t, a, job, mine, nullptr, none);
   exact_edges<kF16>(t, a, thread, threads);
 }
 
@@ -643,6 +691,7 @@ void launch_shaped(const HalfTable& table, const ExactHalfArgs& args, Op op, cud
     if (shape == detail::HalfExactShape::kStaged2x4 ||
         shape == detail::HalfExactShape::kStaged2x4Hybrid ||
         shape == detail::HalfExactShape::kStaged2x4Integer ||
+        shape == detail::HalfExactShape::kStaged2x4Deferred ||
         shape == detail::HalfExactShape::kStaged4x2) {
       half_kernel_detail::prefer_shared_memory(reinterpret_cast<const void*>(kernel));
     }
@@ -660,13 +709,18 @@ void launch_shaped(const HalfTable& table, const ExactHalfArgs& args, Op op, cud
     case detail::HalfExactShape::kSlots2Pipelined:
       return launch(exact_pipelined_kernel<kF16, 0, 2, 2>, 1, "exact_pipelined_kernel<2>");
     case detail::HalfExactShape::kStaged2x4:
-      return launch(exact_staged_kernel<kF16, 0, 2, 4, 2>, 1, "exact_staged_kernel<2x4>");
+      return launch(exact_staged_kernel<kF16, 0, 2, 4, false, 2>, 1, "exact_staged_kernel<2x4>");
     case detail::HalfExactShape::kStaged2x4Hybrid:
-      return launch(exact_staged_kernel<kF16, 2, 2, 4, 2>, 1, "exact_staged_kernel<2x4 hybrid>");
+      return launch(exact_staged_kernel<kF16, 2, 2, 4, false, 2>, 1,
+                    "exact_staged_kernel<2x4 hybrid>");
     case detail::HalfExactShape::kStaged4x2:
-      return launch(exact_staged_kernel<kF16, 0, 4, 2, 2>, 1, "exact_staged_kernel<4x2>");
+      return launch(exact_staged_kernel<kF16, 0, 4, 2, false, 2>, 1, "exact_staged_kernel<4x2>");
+    case detail::HalfExactShape::kStaged2x4Deferred:
+      return launch(exact_staged_kernel<kF16, 0, 2, 4, true, 3>, 1,
+                    "exact_staged_kernel<2x4 deferred>");
     case detail::HalfExactShape::kStaged2x4Integer:
-      return launch(exact_staged_kernel<kF16, 3, 2, 4, 2>, 1, "exact_staged_kernel<2x4 integer>");
+      return launch(exact_staged_kernel<kF16, 3, 2, 4, false, 2>, 1,
+                    "exact_staged_kernel<2x4 integer>");
   }
   throw InternalError("unknown half exact shape");
 }
@@ -724,6 +778,8 @@ const char* to_string(HalfExactShape shape) {
       return "staged-s4x2";
     case HalfExactShape::kStaged2x4Integer:
       return "staged-s2x4-integer";
+    case HalfExactShape::kStaged2x4Deferred:
+      return "staged-s2x4-deferred";
   }
   return "unknown";
 }

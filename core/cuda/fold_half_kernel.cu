@@ -239,9 +239,13 @@ template <bool kF16, int kSlots, int kStages>
 __global__ void __launch_bounds__(kThreads) fold_staged_kernel(HalfTable t, FoldFinish f) {
   const std::size_t thread = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::size_t threads = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  __shared__ half_kernel_detail::WarpStages<kSlots, kStages> stages[half_kernel_detail::kWarps];
   float sum[kUnit];
-  half_kernel_detail::staged_units<kSlots, kStages>(
+  unsigned none = 0;
+  half_kernel_detail::staged_units<kSlots, kStages, false>(
       t,
+      half_kernel_detail::StagedJob{blockIdx.x * half_kernel_detail::kWarps + threadIdx.x / 32, 0},
+      stages[threadIdx.x / 32], nullptr, none,
       [&](const Unit& x, bool first) {
         if (first) {
           fold_unit<kF16, true>(sum, x);
@@ -249,7 +253,10 @@ __global__ void __launch_bounds__(kThreads) fold_staged_kernel(HalfTable t, Fold
           fold_unit<kF16, false>(sum, x);
         }
       },
-      [&](std::size_t u) { half_kernel_detail::store_unit(t, u, finish_unit<kF16>(sum, f)); });
+      [&](std::size_t u) {
+        half_kernel_detail::store_unit(t, u, finish_unit<kF16>(sum, f));
+        return false;
+      });
   const std::size_t edges = half_kernel_detail::edge_count(t);
   for (std::size_t e = threads - 1 - thread; e < edges; e += threads) {
     const std::size_t i = half_kernel_detail::edge_element(t, e);

@@ -506,21 +506,31 @@ __device__ __forceinline__ std::uint16_t round_double(double y) {
   }
 }
 
-// The staged walk over the units (the scheme above): for each round of each of the warp's
-// groups, `add(unit, first)` for slots r … r + kSlots − 1 in ascending order (first: slot 0,
-// which starts the sums), on the lanes that hold a unit, then `finish(u)` after the unit's
-// last round. add and finish see nothing of the other lanes.
-template <int kSlots, int kStages, typename Add, typename Finish>
-__device__ __forceinline__ void staged_units(const HalfTable& t, Add&& add, Finish&& finish) {
+// Units a warp may set aside (staged_units' kDefer) before it stops to finish them.
+inline constexpr unsigned kQueue = 64;
+
+// The staged walk over the units (the scheme above), from job `start` (group, round 0), with
+// the warp's stages `mine` (a block's are __shared__ WarpStages<…> stages[kWarps]): for
+// each round of each of the warp's groups, `add(unit, first)` for slots r … r + kSlots − 1 in
+// ascending order (first: slot 0, which starts the sums), on the lanes that hold a unit, then
+// `finish(u)` after the unit's last round. add and finish see nothing of the other lanes.
+// kDefer: finish returns true for a unit it left unwritten, whose index goes to the warp's
+// `queue` (`queued` entries); once the queue might not hold another round of them, the walk
+// stops after that unit and returns the job it stopped at (every copy landed), for the caller
+// to finish the queue out of the loop and walk on. Otherwise (and at the end) it returns a job
+// past the last group.
+template <int kSlots, int kStages, bool kDefer, typename Add, typename Finish>
+__device__ __forceinline__ StagedJob staged_units(const HalfTable& t, StagedJob start,
+                                                  WarpStages<kSlots, kStages>& mine,
+                                                  std::size_t* queue, unsigned& queued, Add&& add,
+                                                  Finish&& finish) {
   static_assert(kStages >= 2, "a round in flight while another is added");
-  __shared__ WarpStages<kSlots, kStages> stages[kWarps];
   const unsigned lane = threadIdx.x % 32;
-  WarpStages<kSlots, kStages>& mine = stages[threadIdx.x / 32];
   const std::size_t warps = static_cast<std::size_t>(gridDim.x) * kWarps;
   const std::size_t groups = (t.units + kGroup - 1) / kGroup;
-  StagedJob produce{static_cast<std::size_t>(blockIdx.x) * kWarps + threadIdx.x / 32, 0};
-  StagedJob consume = produce;
-  if (consume.group >= groups) return;
+  StagedJob produce = start;
+  StagedJob consume = start;
+  if (consume.group >= groups) return consume;
 #pragma unroll
   for (int stage = 0; stage < kStages - 1; ++stage) {
     copy_round<kSlots>(t, produce, groups, lane, mine.chunk[stage]);
@@ -534,6 +544,9 @@ __device__ __forceinline__ void staged_units(const HalfTable& t, Add&& add, Fini
     advance<kSlots>(produce, t, warps);
     wait_copies<kStages - 1>();  // this thread's copies of the round to add have landed
     __syncwarp();                // and every lane's
+    const bool last = consume.r + kSlots >= t.world;  // the units' last round
+    const std::size_t unit = kGroup * consume.group + lane;
+    bool deferred = false;
     if (lane < group_units(t, consume.group)) {
 #pragma unroll
       for (int b = 0; b < kSlots; ++b) {
@@ -544,13 +557,25 @@ __device__ __forceinline__ void staged_units(const HalfTable& t, Add&& add, Fini
         if (phase != 0) c.next = mine.chunk[stage][b][lane + 1];
         add(realign(c, phase), b == 0 && consume.r == 0);
       }
-      if (consume.r + kSlots >= t.world) finish(kGroup * consume.group + lane);
+      if (last) deferred = finish(unit);
+    }
+    if constexpr (kDefer) {
+      if (last) {
+        const unsigned set_aside = __ballot_sync(0xFFFFFFFFu, deferred);
+        if (deferred) queue[queued + __popc(set_aside & ((1u << lane) - 1u))] = unit;
+        queued += __popc(set_aside);
+      }
     }
     __syncwarp();  // every lane done with the stage before it is refilled
     advance<kSlots>(consume, t, warps);
     stage = (stage + 1) % kStages;
+    if constexpr (kDefer) {
+      if (last && queued > kQueue - kGroup) break;
+    }
   }
   wait_copies<0>();
+  __syncwarp();
+  return consume;
 }
 
 #endif  // __CUDACC__

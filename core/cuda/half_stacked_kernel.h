@@ -104,11 +104,15 @@ void cuda_fold_stacked_half_shaped(const void* d_stacked, std::uint32_t world,
 //     unit at a time (a unit with a special or too wide a window goes element by element,
 //     where the law takes over); the result rounded straight from the double to the dtype
 //     (one cvt.rn.bf16.f64 / cvt.rn.f16.f64 on sm_90).
-//   kStaged2x4, kStaged2x4Hybrid, kStaged2x4Integer, kStaged4x2 (the "staged" kernel): the
+//   kStaged2x4, kStaged2x4Hybrid, kStaged2x4Integer, kStaged4x2, kStaged2x4Deferred (the
+//     "staged" kernel): the
 //     units kernel's arithmetic with the fold's staged loads (shared memory, cp.async).
 //     Hybrid: the odd element of each pair converted to double by integer instructions (the
 //     bits of x × 2^-896, or 2^-1008 for f16, rescaled once at the end) instead of
 //     cvt.f64.f32, halving the quarter-rate conversions; Integer: both elements so.
+//     Deferred: kStaged2x4 with a unit that must go element by element set aside (a queue of
+//     64 a warp in shared memory) and finished out of the loop, so that it fits 3 blocks of
+//     256 threads an SM (80 registers) instead of 2.
 // The units and staged shapes keep no window for f16, whose sums are exact in double below
 // W = 2^13: an f16 world above that takes kOneUnit.
 enum class HalfExactShape : std::uint8_t {
@@ -119,13 +123,15 @@ enum class HalfExactShape : std::uint8_t {
   kStaged2x4,
   kStaged2x4Hybrid,
   kStaged4x2,
-  kStaged2x4Integer
+  kStaged2x4Integer,
+  kStaged2x4Deferred
 };
 inline constexpr HalfExactShape kAllHalfExactShapes[] = {
-    HalfExactShape::kOneUnit,   HalfExactShape::kTwoUnits,
-    HalfExactShape::kSlots4,    HalfExactShape::kSlots2Pipelined,
-    HalfExactShape::kStaged2x4, HalfExactShape::kStaged2x4Hybrid,
-    HalfExactShape::kStaged4x2, HalfExactShape::kStaged2x4Integer};
+    HalfExactShape::kOneUnit,          HalfExactShape::kTwoUnits,
+    HalfExactShape::kSlots4,           HalfExactShape::kSlots2Pipelined,
+    HalfExactShape::kStaged2x4,        HalfExactShape::kStaged2x4Hybrid,
+    HalfExactShape::kStaged4x2,        HalfExactShape::kStaged2x4Integer,
+    HalfExactShape::kStaged2x4Deferred};
 HalfExactShape default_half_exact_shape(std::uint32_t world);
 const char* to_string(HalfExactShape shape);
 void cuda_exact_stacked_half_shaped(const void* d_stacked, std::uint32_t world,
