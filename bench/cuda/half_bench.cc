@@ -80,6 +80,15 @@ const std::vector<std::uint16_t>& slot_pattern(DType dtype, std::uint32_t rank) 
   return bits;
 }
 
+// Every case's result, for the summary printed after the run (print_summary).
+struct Result {
+  std::string kernel, dtype, shape;
+  std::int64_t n, world, layout, mean;
+  bool is_default;
+  double copy_fraction;
+};
+std::vector<Result> results;
+
 // The table of the last case, kept while the cases (both kernels, every shape and op of one
 // dtype, W, n and layout) need the same one: uploads of 256 MiB slots take longer than the
 // timing. Released before main returns.
@@ -195,19 +204,58 @@ void BM_HalfVsCopy(benchmark::State& state) {
   std::string label = std::string(name_of(kernel)) + " " + std::string(to_string(dtype)) + " " +
                       std::string(to_string(op)) + " " + detail::to_string(path) + " " +
                       layout.name;
-  if (kernel == Kernel::kExact) {
-    label += std::string(" ") + detail::to_string(shape);
-    if (shape == detail::default_half_exact_shape(world)) label += " (default)";
-  } else {
-    label += std::string(" ") + detail::to_string(fold_shape);
-    if (fold_shape == detail::default_half_fold_shape(path, world)) label += " (default)";
-  }
+  const bool is_default = kernel == Kernel::kExact
+                              ? shape == detail::default_half_exact_shape(world)
+                              : fold_shape == detail::default_half_fold_shape(path, world);
+  const std::string shape_name =
+      kernel == Kernel::kExact ? detail::to_string(shape) : detail::to_string(fold_shape);
+  label += " " + shape_name + (is_default ? " (default)" : "");
   state.SetLabel(label);
+  results.push_back(Result{name_of(kernel), std::string(to_string(dtype)), shape_name,
+                           state.range(3), state.range(2), state.range(4), state.range(5),
+                           is_default, kernel_bw / copy_bw});
 
   cudaEventDestroy(start);
   cudaEventDestroy(reduced);
   cudaEventDestroy(copied);
   cudaStreamDestroy(stream);
+}
+
+// For choosing the default shapes: per kernel, dtype and size, each shape's worst and median
+// copy_fraction over W, layouts and ops; then per W the default's worst case and the shape
+// with the best worst case.
+void print_summary() {
+  if (results.empty()) return;
+  std::map<std::string, std::vector<double>> by_shape;
+  std::map<std::string, std::map<std::string, double>> worst_by_world;
+  std::map<std::string, std::string> default_by_world;
+  for (const Result& r : results) {
+    char key[96];
+    std::snprintf(key, sizeof key, "%s %s %lldMi", r.kernel.c_str(), r.dtype.c_str(),
+                  static_cast<long long>(r.n >> 20));
+    by_shape[std::string(key) + " " + r.shape].push_back(r.copy_fraction);
+    char world_key[112];
+    std::snprintf(world_key, sizeof world_key, "%s W=%lld", key, static_cast<long long>(r.world));
+    auto& worst = worst_by_world[world_key];
+    const auto found = worst.find(r.shape);
+    worst[r.shape] =
+        found == worst.end() ? r.copy_fraction : std::min(found->second, r.copy_fraction);
+    if (r.is_default) default_by_world[world_key] = r.shape;
+  }
+  std::printf("\nbench_cuda_half summary: copy_fraction worst/median over W, layouts, ops\n");
+  for (auto& [key, values] : by_shape) {
+    std::sort(values.begin(), values.end());
+    std::printf("%s %.3f/%.3f\n", key.c_str(), values.front(), values[values.size() / 2]);
+  }
+  std::printf("per W: the default's worst case over layouts and ops | the best shape's\n");
+  for (const auto& [key, worst] : worst_by_world) {
+    const auto best =
+        std::max_element(worst.begin(), worst.end(),
+                         [](const auto& a, const auto& b) { return a.second < b.second; });
+    const std::string& dflt = default_by_world[key];
+    std::printf("%s %s %.3f | %s %.3f\n", key.c_str(), dflt.c_str(),
+                worst.count(dflt) ? worst.at(dflt) : 0.0, best->first.c_str(), best->second);
+  }
 }
 
 void half_arguments(benchmark::internal::Benchmark* b) {
@@ -274,6 +322,7 @@ int main(int argc, char** argv) {
   rv::add_context();
   benchmark::RunSpecifiedBenchmarks();
   rv::kept = rv::Tables{};
+  rv::print_summary();
   benchmark::Shutdown();
   return 0;
 }
