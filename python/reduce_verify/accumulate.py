@@ -31,7 +31,7 @@ import weakref
 import torch
 import torch.distributed as dist
 
-from . import _library
+from . import _collectives, _library
 from .errors import InputError, WorldDisagreement
 from .tensors import DTYPES, SUPPORTED, digest, dtype_code, dtype_name
 
@@ -283,7 +283,7 @@ class ExactGradAccumulator:
     def _all_reduce(self, tensor, op):
         # Only a world of two or more gets here: a world of one finishes alone (_reduce).
         moved = tensor.to(self._comm_device())
-        dist.all_reduce(moved, op=op, group=self._group)
+        _collectives.launch_and_wait(dist.all_reduce, moved, op=op, group=self._group)
         return moved
 
     def reduce(self, mean_over=None, op="mean"):

@@ -27,7 +27,7 @@ import weakref
 import torch
 import torch.distributed as dist
 
-from . import _library
+from . import _collectives, _library
 from .errors import InputError, WorldDisagreement
 from .tensors import check_little_endian
 
@@ -357,7 +357,11 @@ class Trail:
                     self._record_bucket(index, buffer, input_digest, self._digest(result))
                     return result
 
-                return hook(state, bucket).then(after)
+                # A future still running (torch's allreduce_hook on Gloo) is waited for here,
+                # so that `after` runs in this thread and never on a process group's worker
+                # (_collectives says why a worker must not run Python).
+                future = _collectives.settled(hook(state, bucket), self.process_group, buffer)
+                return future.then(after)
             # On a GPU the bucket is hashed, and the hook runs, on the trail's side stream
             # behind the bucket's gradients: the rest of the backward pass goes on beside them,
             # and the hook's collective (which waits for the stream current when it is called)
@@ -365,7 +369,9 @@ class Trail:
             side.wait_stream(torch.cuda.current_stream(buffer.device))
             with torch.cuda.stream(side):
                 input_digest = self._digest(buffer)
-                future = hook(state, bucket)
+                # NCCL's futures are complete at launch (nothing waits); a backend's that
+                # completes on its workers (Gloo over CUDA tensors) is waited for here.
+                future = _collectives.settled(hook(state, bucket), self.process_group, buffer)
             # The result is hashed on the side stream too, and DDP gets a future completed
             # there: DDP's wait at the end of the backward pass orders its use of the result
             # behind the hook's work and the digest, while the backward pass runs beside them
@@ -616,8 +622,7 @@ class Trail:
         return self._digest(torch.cat([t.reshape(-1) for t in tensors]))
 
     def _gather(self, own, bucket_count, step):
-        if not dist.is_available() or not dist.is_initialized() or \
-                dist.get_world_size(self.process_group) == 1:
+        if not _distributed(self.process_group):
             return [own]  # a world of one gathers its own record: no collective
         group = self._gather_group_for(self.process_group)
         device = torch.device("cpu")
@@ -625,15 +630,16 @@ class Trail:
             device = torch.device("cuda", torch.cuda.current_device())
         world = dist.get_world_size(group)
         counts = [torch.zeros(1, dtype=torch.int64, device=device) for _ in range(world)]
-        dist.all_gather(counts, torch.tensor([bucket_count], dtype=torch.int64, device=device),
-                        group=group)
+        _collectives.launch_and_wait(
+            dist.all_gather, counts,
+            torch.tensor([bucket_count], dtype=torch.int64, device=device), group=group)
         counts = [int(c.item()) for c in counts]
         if len(set(counts)) != 1:
             raise WorldDisagreement(f"step {step}: the ranks reduced {counts} buckets "
                                     "(rank by rank): every rank must run the wrapped hook")
         mine = torch.frombuffer(bytearray(own), dtype=torch.int64).to(device)
         rows = [torch.empty_like(mine) for _ in range(world)]
-        dist.all_gather(rows, mine, group=group)
+        _collectives.launch_and_wait(dist.all_gather, rows, mine, group=group)
         rows = [row.cpu() for row in rows]
         return [ctypes.string_at(row.data_ptr(), len(own)) for row in rows]
 
@@ -674,8 +680,14 @@ class Trail:
 
     def close(self):
         """Appends the end record (a trail without one reads as truncated or still being
-        written) and closes the file."""
+        written) and closes the file. Every rank calls it (a collective on Gloo: see below)."""
         self._flush()
+        if _distributed(self.process_group):
+            # A wrapped hook of torch's (allreduce_hook) leaves its future's Python callback
+            # to a Gloo worker, which takes the GIL again after the future completed; a
+            # teardown holding the GIL (destroy_process_group, ~Reducer) would wait for that
+            # worker for ever. Drained here, before the user's teardown (_collectives.drain).
+            _collectives.drain(self.process_group)
         if self.records:
             self._append({"end": True, "steps": self.step, "records": self.records})
         if self._file is not None:
@@ -701,6 +713,11 @@ class Trail:
         self._side_of = {}  # decided again under the checkpoint's kind
         if self._is_writer() and self.records:
             _cut_after_head(self.path, self.head, self.records)
+
+
+def _distributed(group):
+    """Whether the trail's ranks are several processes (collectives to run)."""
+    return dist.is_available() and dist.is_initialized() and dist.get_world_size(group) > 1
 
 
 def _cut_after_head(path, head, records):

@@ -16,6 +16,7 @@ from typing import List
 import torch
 import torch.distributed as dist
 
+from .. import _collectives
 from ..errors import WorldDisagreement, WorldTimeout
 
 _MAGIC = 0x52564448  # "RVDH": a peer that is not running this hook's record sends other words
@@ -26,16 +27,15 @@ OP_CODES = {"sum": 0, "mean": 1}
 DTYPE_CODES = {"f32": 0, "bf16": 1, "f16": 2}  # the C ABI's rv_dtype
 
 
-def agree(group, device, contract, op, world, length, index, step, recording, timeout, held,
+def agree(group, device, contract, op, world, length, index, step, recording, timeout,
           dtype=0):
-    """`held` keeps the gather's tensors and work referenced (hooks.py says why); dtype is the
+    """Raises WorldDisagreement unless every rank's record is this one; dtype is the
     bucket's rv_dtype."""
     record = [_MAGIC, CONTRACT_CODES[contract], OP_CODES[op], world, length, index, step,
               int(recording), dtype]
     mine = torch.tensor(record, dtype=torch.int64, device=device)
     rows = [torch.empty_like(mine) for _ in range(world)]
-    work = dist.all_gather(rows, mine, group=group, async_op=True)
-    held += [work, mine, rows]
+    work = _collectives.launch(dist.all_gather, rows, mine, group=group)
     _wait(work, device, timeout, index, step)
     table = [row.tolist() for row in rows]
     if all(row == table[0] for row in table):

@@ -30,35 +30,19 @@ wait is a stream dependency and the host does not block; on Gloo the backward pa
 each bucket's exchange and gather, and the future the hook returns is already complete (see
 the end of _reduce_bucket for why)."""
 
-import atexit
-import collections
-import ctypes
 import warnings
 from typing import Callable, Optional
 
 import torch
 import torch.distributed as dist
 
-from .. import _library
+from .. import _collectives, _library
 from ..errors import InputError, ReduceVerifyError, Unsupported
 from ..tensors import SUPPORTED, DTYPES, check_reducible, digest, reduce_stacked_into
 from .agreement import agree
 from .state import HookState
 
 _default_state = None
-# The last buckets' Gloo collectives: their works and every tensor handed to them. A Gloo
-# worker thread must never drop the last reference to a tensor that has a Python object: it
-# can free that object only holding the GIL, so a teardown that joins the worker holding the
-# GIL hangs (destroy_process_group, or ~Reducer destroying the process group), and one during
-# the interpreter's finalisation aborts ("terminate called without an active exception").
-# Held here, not by a HookState, so that destroying the model does not drop them either; at
-# the interpreter's exit they are kept for good (the process ends: nothing leaks for long).
-_recent_collectives = collections.deque(maxlen=4)
-
-
-@atexit.register
-def _keep_recent_collectives_past_exit():
-    ctypes.pythonapi.Py_IncRef(ctypes.py_object(_recent_collectives))
 
 
 Hook = Callable[[Optional[HookState], "dist.GradBucket"], torch.futures.Future[torch.Tensor]]
@@ -181,19 +165,14 @@ def _wire(tensor):
     return tensor if tensor.dtype == torch.float32 else tensor.view(torch.uint8)
 
 
-def _all_gather_rows(table, row, group, held):
+def _all_gather_rows(table, row, group):
     """Gathers every rank's `row` into the rows of `table` (W × s), as bytes."""
     table, row = _wire(table), _wire(row)
     if table.is_cuda and hasattr(dist, "all_gather_into_tensor"):
-        flat = table.view(-1)
-        work = dist.all_gather_into_tensor(flat, row, group=group, async_op=True)
-        held += [work, flat, row]
-        return work
+        return _collectives.launch(dist.all_gather_into_tensor, table.view(-1), row,
+                                   group=group)
     # Gloo has no all_gather_into_tensor: the list form writes each row in place.
-    rows = list(table.unbind(0))
-    work = dist.all_gather(rows, row, group=group, async_op=True)
-    held += [work, rows, row]
-    return work
+    return _collectives.launch(dist.all_gather, list(table.unbind(0)), row, group=group)
 
 
 def _reduce_bucket(state, bucket, contract):
@@ -213,18 +192,15 @@ def _reduce_bucket(state, bucket, contract):
     n = buffer.numel()
     if bucket.is_last():
         _step_done(state, step)
-    held = []  # every work and tensor of this bucket's collectives
-    if not _completes_at_launch(group):
-        _recent_collectives.append(held)
 
     if checking:
         agree(group, buffer.device, contract, state.op, world, n, index, step, recording,
-              state.agreement_timeout, held, DTYPES[dtype][0])
+              state.agreement_timeout, DTYPES[dtype][0])
 
     inputs = None
     if recording:  # every rank's addends, before anything is overwritten
         inputs = torch.empty((world, n), dtype=dtype, device=buffer.device)
-        _all_gather_rows(inputs, buffer, group, held).wait()
+        _all_gather_rows(inputs, buffer, group).wait()
         own_input_digest = digest(buffer)
 
     if world == 1 and not recording:
@@ -244,11 +220,8 @@ def _reduce_bucket(state, bucket, contract):
         send = torch.zeros(padded, dtype=dtype, device=buffer.device)
         send[:n].copy_(buffer)
     table = torch.empty((world, s), dtype=dtype, device=buffer.device)
-    flat_table = _wire(table.view(-1))
-    send = _wire(send)
-    exchange = dist.all_to_all_single(flat_table, send, group=group, async_op=True)
-    held += [exchange, flat_table, send]
-    exchange.wait()
+    _collectives.launch(dist.all_to_all_single, _wire(table.view(-1)), _wire(send),
+                        group=group).wait()
 
     # The fold writes the reduced shard over row 0 (an in-place fold into slot 0).
     reduced = table[0]
@@ -256,7 +229,7 @@ def _reduce_bucket(state, bucket, contract):
 
     gathered = buffer.view(world, s) if padded == n else torch.empty(
         (world, s), dtype=dtype, device=buffer.device)
-    gather = _all_gather_rows(gathered, reduced, group, held)
+    gather = _all_gather_rows(gathered, reduced, group)
 
     def finish():
         if padded != n:
@@ -267,7 +240,7 @@ def _reduce_bucket(state, bucket, contract):
                               own_input_digest=own_input_digest, result=buffer)
         return buffer
 
-    if _completes_at_launch(group):
+    if _collectives.completes_at_launch(group):
         def after_gather(future):
             future.wait()  # raises a failed gather's error here
             try:
@@ -279,9 +252,9 @@ def _reduce_bucket(state, bucket, contract):
     # Elsewhere (Gloo) the work's future is completed by one of the process group's worker
     # threads, which would run a Python callback there: that thread then needs the GIL, and
     # a teardown that joins it while holding the GIL (destroy_process_group, or the
-    # interpreter's exit destroying a live DDP model) deadlocks or aborts. So the gather is
-    # waited for here, and the bucket's future is complete before the hook returns: nothing
-    # of a step is left in flight once its backward pass has returned.
+    # interpreter's exit destroying a live DDP model) deadlocks or aborts (_collectives says
+    # more). So the gather is waited for here, and the bucket's future is complete before the
+    # hook returns: nothing of a step is left in flight once its backward pass has returned.
     gather.wait()
     done = torch.futures.Future()
     done.set_result(finish())
@@ -300,10 +273,3 @@ def _step_done(state, step):
                 "backward passes, i.e. optimizer steps, not forward passes", RuntimeWarning,
                 stacklevel=3)
         state._forwards = 0
-
-
-def _completes_at_launch(group):
-    """NCCL marks a work's future complete when the collective is enqueued, in the calling
-    thread (CUDA events order what follows), so a callback runs here, on the hook's thread,
-    and the host never waits for the device."""
-    return dist.get_backend(group) == "nccl"
