@@ -82,6 +82,21 @@ RV_C_API rv_status rv_exact_reduce_stacked_dtype(const void* stacked, uint32_t w
                                                  size_t slot_stride, size_t n, int op, int dtype,
                                                  void* out);
 
+/* The reduce-scatter's layout (docs/DESIGN.md §2.6), FSDP's: an arena of n elements over
+ * `world` ranks is padded to world × s elements, s = shard_size, or ⌈n / world⌉ when
+ * shard_size is 0 (an explicit 0 is valid only for n = 0, where it is the same plan); rank
+ * `rank`'s shard is the elements [rank × s, (rank + 1) × s) cut to [0, n), written to *begin
+ * and *count (shorter, or empty at n, where it reaches into the padding), and s to
+ * *padded_shard_size. A caller with its own all-to-all (torch.distributed) reduce-scatters
+ * by sending every rank p its slice [begin_p, begin_p + count_p) into slot r of p's table and
+ * reducing that table with rv_fold_stacked_dtype or rv_exact_reduce_stacked_dtype: every
+ * element then has the bits of the all-reduce of the same contract, op and dtype at its
+ * index. RV_INPUT_ERROR for world 0, rank ≥ world, a null output pointer, or an s with
+ * world × s < n. Added within C API 3: nothing else changed. */
+RV_C_API rv_status rv_reduce_scatter_shard(size_t n, uint32_t world, uint32_t rank,
+                                           size_t shard_size, size_t* begin, size_t* count,
+                                           size_t* padded_shard_size);
+
 /* The digest of `count` host floats: 32 lowercase hex digits and a NUL in hex_out[33]. */
 RV_C_API rv_status rv_digest_floats(const float* values, size_t count, char* hex_out);
 /* The digest of `count` host elements of `dtype`: XXH3-128 of their own bytes (2 an element
