@@ -7,7 +7,8 @@
 // FSDP's shard size and a caller's larger one (more padding, empty last shards); f32, bf16,
 // f16; every distribution; sum and mean. The expected bits come from the straight references
 // (reference_fold, reference_exact), and on every live rank also from the live all-reduce.
-// And the check can fail: a reducer whose owner folds in another order is caught.
+// And the check can fail: a reducer whose owner folds in another order is caught. An exact
+// device without the owner reduction refuses by name.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -164,6 +165,16 @@ TEST(ReduceScatterOracle, EveryShardIsTheAllReducesSliceUnderShuffledDeliveryOrd
           }
           ASSERT_EQ(compare_concatenation(c.all_reduced(), shards), "") << c.name() << " w=" << w;
           ++checked;
+          // The exact sum does not know which arena is which rank's: with the arenas
+          // rotated over the ranks every shard keeps its bits.
+          if (c.contract == Contract::kExact && w > 1) {
+            Arenas rotated(c.arenas().begin() + 1, c.arenas().end());
+            rotated.push_back(c.arenas().front());
+            const auto again =
+                world.reduce_scatter_exact(rotated, c.op, orders, c.dtype, c.shard_size);
+            ASSERT_EQ(compare_concatenation(c.all_reduced(), again), "")
+                << c.name() << " w=" << w << ", the ranks rotated";
+          }
         }
       }
     }
@@ -454,6 +465,49 @@ TEST_P(ReduceScatterTest, TheCheckCatchesAShardFoldedInAnotherOrder) {
   expect_no_errors(outcomes);
   for (std::uint32_t r = 0; r < w; ++r) {
     EXPECT_NE(verdicts[r], "") << "rank " << r << ": a descending fold went unnoticed";
+  }
+}
+
+// An exact device without the owner reduction (the default ExactDevice members, as a GPU
+// device has until its part is built): the reduce-scatter refuses on every rank, naming it,
+// rather than computing anything another way.
+class NoScatterExactDevice final : public ExactDevice {
+ public:
+  const char* name() const override { return "test device without reduce_stacked"; }
+  std::int64_t* allocate_words(std::size_t n) override { return host().allocate_words(n); }
+  void free_words(std::int64_t* p) override { host().free_words(p); }
+  void agreement_words(const float* values, std::size_t n, std::int64_t* words) override {
+    host().agreement_words(values, n, words);
+  }
+  void download_words(std::int64_t* to, const std::int64_t* words, std::size_t n) override {
+    host().download_words(to, words, n);
+  }
+  void encode(const float* values, const ExactPlan& plan, std::int64_t* words) override {
+    host().encode(values, plan, words);
+  }
+  void round(const std::int64_t* sums, const ExactPlan& plan, Op op, float* out,
+             DType dtype) override {
+    host().round(sums, plan, op, out, dtype);
+  }
+  void synchronize() override {}
+
+ private:
+  static ExactDevice& host() { return host_exact_device(); }
+};
+
+TEST_P(ReduceScatterTest, AnExactDeviceWithoutTheOwnerReductionRefuses) {
+  auto outcomes = run_ranks_over(GetParam(), 2, [&](std::uint32_t, Transport& t) {
+    NoScatterExactDevice device;
+    ExactReducer reducer(t, device);
+    std::vector<float> arena(10, 1.0f), shard(5);
+    reducer.reduce_scatter(arena.data(), 10, shard.data(), 5, Op::kSum);
+  });
+  for (const auto& o : outcomes) {
+    ASSERT_TRUE(is_error<InternalError>(o.error)) << error_text(o.error);
+    EXPECT_NE(error_text(o.error).find("test device without reduce_stacked: this exact device "
+                                       "has no reduce-scatter"),
+              std::string::npos)
+        << error_text(o.error);
   }
 }
 
