@@ -91,6 +91,44 @@ TEST(TrailAudit, OtherLayoutsAreComparedByTheirParameters) {
   EXPECT_EQ(result.step, 1u);
 }
 
+TEST(TrailAudit, AnotherParameterOrderInTheSameCountsIsALayout) {
+  // A resumed run's fresh DDP reduces its first step in its initial bucket order and the
+  // uninterrupted run in its rebuilt one: the same counts, other bytes. The trail names each
+  // bucket's parameter order ("layout"); where both name it and they differ, the step is
+  // compared by its parameters, not called compute upstream.
+  Pair pair;
+  for (auto* records : {&pair.a, &pair.b}) {
+    for (auto& record : *records) {
+      if (!record.contains("buckets")) continue;
+      for (auto& bucket : record["buckets"]) bucket["layout"] = "00000000000000aa";
+    }
+  }
+  pair.b[3]["buckets"][1]["layout"] = "00000000000000bb";
+  pair.b[3]["buckets"][1]["inputs"][0] = digest_of(5150);  // the other order's bytes
+  AuditResult result = pair.audit();
+  EXPECT_EQ(result.parting, Parting::kNone) << result.summary;
+  EXPECT_NE(result.note.find("the bucket layouts differ from step 2"), std::string::npos)
+      << result.note;
+  EXPECT_NE(result.note.find("10:00000000000000bb"), std::string::npos) << result.note;
+  // One record without the field: compared by counts, as trails written before it.
+  pair.b[3]["buckets"][1].erase("layout");
+  result = pair.audit();
+  EXPECT_EQ(result.parting, Parting::kComputeUpstream);
+  EXPECT_EQ(result.step, 2u);
+}
+
+TEST(TrailAudit, ALayoutThatIsNotSixteenHexDigitsIsNamed) {
+  std::vector<nlohmann::json> records = test::trail_records(2, 2, 1);
+  records[1]["buckets"][0]["layout"] = "xyz";
+  try {
+    parsed(records, "bad.jsonl");
+    FAIL() << "a malformed layout was read";
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("\"layout\" holds \"xyz\""), std::string::npos)
+        << error.what();
+  }
+}
+
 TEST(TrailAudit, TrailsThatDoNotLineUpAreNamed) {
   auto message = [](const std::vector<nlohmann::json>& a, const std::vector<nlohmann::json>& b) {
     try {

@@ -45,6 +45,14 @@ BucketDigests read_bucket_digests(const nlohmann::json& item, std::uint32_t worl
   bucket.numel = unsigned_field(item, "numel", where);
   bucket.inputs = digest_array(item.value("inputs", nlohmann::json()), world, where, "inputs");
   bucket.results = digest_array(item.value("results", nlohmann::json()), world, where, "results");
+  if (item.contains("layout")) {
+    const nlohmann::json& layout = item["layout"];
+    const bool hex16 = layout.is_string() && layout.get<std::string>().size() == 16 &&
+                       layout.get<std::string>().find_first_not_of("0123456789abcdef") ==
+                           std::string::npos;
+    if (!hex16) fail_at(where, "\"layout\" holds " + layout.dump() + ", not 16 lowercase hex digits");
+    bucket.layout = layout.get<std::string>();
+  }
   return bucket;
 }
 

@@ -14,6 +14,10 @@ namespace rv {
 struct BucketDigests {
   std::uint64_t index = 0, numel = 0;        // DDP's bucket index, its element count
   std::vector<std::string> inputs, results;  // one hex digest per rank
+  // Which parameters the bucket holds, in which order (a trail's optional "layout", 16 hex
+  // digits; "" when the record has none): DDP's first iteration and its rebuilt buckets can
+  // hold the same count in another order.
+  std::string layout;
 };
 
 // record[key] as an unsigned integer.

@@ -18,16 +18,21 @@ std::string layout(const TrailStep& step) {
   std::string out = std::to_string(step.buckets.size()) + " buckets [";
   for (std::size_t i = 0; i < step.buckets.size(); ++i) {
     out += (i ? " " : "") + std::to_string(step.buckets[i].numel);
+    if (!step.buckets[i].layout.empty()) out += ":" + step.buckets[i].layout;
   }
   return out + "]";
 }
 
+// The same buckets: index and count, and, where both records name it, the parameters' order
+// (a resumed run's fresh DDP reduces its first step in its initial bucket order, the
+// uninterrupted run in the rebuilt one: the same counts, other bytes).
 bool same_layout(const TrailStep& a, const TrailStep& b) {
   if (a.buckets.size() != b.buckets.size()) return false;
   for (std::size_t i = 0; i < a.buckets.size(); ++i) {
-    if (a.buckets[i].index != b.buckets[i].index || a.buckets[i].numel != b.buckets[i].numel) {
-      return false;
-    }
+    const TrailBucket& x = a.buckets[i];
+    const TrailBucket& y = b.buckets[i];
+    if (x.index != y.index || x.numel != y.numel) return false;
+    if (!x.layout.empty() && !y.layout.empty() && x.layout != y.layout) return false;
   }
   return true;
 }
@@ -112,7 +117,7 @@ AuditResult audit_trails(const TrailFile& a, const TrailFile& b) {
         const std::uint32_t rank = first_difference(sa.params, sb.params);
         part(Parting::kLayout, sa, sb, 0, rank, " (parameters, rank " + std::to_string(rank) + ")",
              "A reduced " + layout(sa) + ", B " + layout(sb) +
-                 " (numel per bucket): bucket "
+                 " (numel[:parameter order] per bucket): bucket "
                  "digests cannot be compared, and the parameters after the step differ (A " +
                  sa.params[rank] + ", B " + sb.params[rank] +
                  "); a reduction whose bits depend "
