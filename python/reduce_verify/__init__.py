@@ -5,7 +5,9 @@
 - ddp.fixed_order_hook / ddp.exact_hook with ddp.HookState: DDP communication hooks;
 - ddp.register(model, hook, state): registers a hook after checking the model;
 - Recorder: dumps recorded steps' per-rank buckets, which `reduce-verify replay DIR` checks
-  against their manifest and reduces again;
+  against their manifest and reduces again (Recorder.wrap(hook), or HookState(recorder=...));
+- Trail: an always-on digest trail of a DDP run (Trail.wrap(hook)), for `reduce-verify audit`;
+- ExactGradAccumulator: exact gradient accumulation over micro-batches and ranks;
 - tool_path(): the reduce-verify binary the wheel carries (also `python -m reduce_verify`).
 
 The package reaches the core through libreduce_verify_c.so's C ABI (ctypes) only."""
@@ -23,7 +25,8 @@ from .tensors import digest, reduce
 __version__ = "0.1.0"
 
 __all__ = [
-    "InputError", "InternalError", "LibraryNotFound", "Recorder", "ReduceVerifyError",
-    "RuntimeFailure", "Unsupported", "WorldDisagreement", "WorldTimeout", "built_with_cuda",
-    "ddp", "digest", "library_info", "library_path", "read_manifest", "reduce", "tool_path",
+    "ExactGradAccumulator", "InputError", "InternalError", "LibraryNotFound", "Recorder",
+    "ReduceVerifyError", "RuntimeFailure", "Trail", "Unsupported", "WorldDisagreement",
+    "WorldTimeout", "built_with_cuda", "ddp", "digest", "library_info", "library_path",
+    "read_manifest", "reduce", "tool_path",
 ]

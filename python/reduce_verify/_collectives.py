@@ -73,6 +73,23 @@ def keep(group: Optional[dist.ProcessGroup], *objects: Any) -> None:
         _ring.append(objects)
 
 
+def wire(tensor: torch.Tensor) -> torch.Tensor:
+    """What a collective moves for `tensor`: float32 as it is; bfloat16 and float16 as their
+    bytes (a view), since Gloo has no bfloat16 and a byte copy is all the exchange does."""
+    return tensor if tensor.dtype == torch.float32 else tensor.view(torch.uint8)
+
+
+def all_gather_rows(table: torch.Tensor, row: torch.Tensor,
+                    group: Optional[dist.ProcessGroup]) -> Any:
+    """Launches the gather of every rank's `row` into the rows of `table` (W × s), as bytes;
+    returns the work."""
+    table, row = wire(table), wire(row)
+    if table.is_cuda and hasattr(dist, "all_gather_into_tensor"):
+        return launch(dist.all_gather_into_tensor, table.view(-1), row, group=group)
+    # Gloo has no all_gather_into_tensor: the list form writes each row in place.
+    return launch(dist.all_gather, list(table.unbind(0)), row, group=group)
+
+
 def launch(collective: Callable[..., Any], *args: Any,
            group: Optional[dist.ProcessGroup] = None, **kwargs: Any) -> Any:
     """`collective(*args, group=group, async_op=True, **kwargs)` (a torch.distributed

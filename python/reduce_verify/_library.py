@@ -8,6 +8,7 @@ import ctypes
 import os
 import pathlib
 import threading
+from typing import Any, Dict, List, Optional, Tuple
 
 from .errors import InputError, InternalError, LibraryNotFound, RuntimeFailure, Unsupported
 
@@ -18,43 +19,61 @@ DTYPE_F32, DTYPE_BF16, DTYPE_F16 = 0, 1, 2  # rv_dtype
 
 _STATUS_ERRORS = {1: InputError, 2: RuntimeFailure, 3: InternalError, 4: Unsupported}
 
-_f32p = ctypes.c_void_p  # pointers pass as addresses: tensors give data_ptr()
-_SIGNATURES = {
-    "rv_last_error": (ctypes.c_char_p, []),
-    "rv_api_version": (ctypes.c_int, []),
-    "rv_built_with_cuda": (ctypes.c_int, []),
-    "rv_library_info": (ctypes.c_char_p, []),
-    "rv_fold_stacked": (ctypes.c_int, [_f32p, ctypes.c_uint32, ctypes.c_size_t, ctypes.c_size_t,
-                                       ctypes.c_int, _f32p]),
-    "rv_exact_reduce_stacked": (ctypes.c_int, [_f32p, ctypes.c_uint32, ctypes.c_size_t,
-                                               ctypes.c_size_t, ctypes.c_int, _f32p]),
-    "rv_digest_floats": (ctypes.c_int, [_f32p, ctypes.c_size_t, ctypes.c_char_p]),
-    "rv_digest_values": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
-                                        ctypes.c_char_p]),
-    "rv_fold_stacked_dtype": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_size_t,
-                                             ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
-                                             ctypes.c_void_p]),
-    "rv_exact_reduce_stacked_dtype": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_uint32,
-                                                     ctypes.c_size_t, ctypes.c_size_t, ctypes.c_int,
-                                                     ctypes.c_int, ctypes.c_void_p]),
-    "rv_cuda_fold_stacked_dtype": (ctypes.c_int, [ctypes.c_int, ctypes.c_void_p, ctypes.c_uint32,
-                                                  ctypes.c_size_t, ctypes.c_size_t, ctypes.c_int,
-                                                  ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]),
-    "rv_cuda_exact_reduce_stacked_dtype": (ctypes.c_int, [ctypes.c_int, ctypes.c_void_p,
-                                                          ctypes.c_uint32, ctypes.c_size_t,
-                                                          ctypes.c_size_t, ctypes.c_int,
-                                                          ctypes.c_int, ctypes.c_void_p,
-                                                          ctypes.c_void_p]),
-    "rv_cuda_fold_stacked": (ctypes.c_int, [ctypes.c_int, _f32p, ctypes.c_uint32, ctypes.c_size_t,
-                                            ctypes.c_size_t, ctypes.c_int, _f32p,
-                                            ctypes.c_void_p]),
-    "rv_cuda_exact_reduce_stacked": (ctypes.c_int, [ctypes.c_int, _f32p, ctypes.c_uint32,
-                                                    ctypes.c_size_t, ctypes.c_size_t, ctypes.c_int,
-                                                    _f32p, ctypes.c_void_p]),
+# Every C function the package calls, declared once: name -> (restype, argtypes). Pointers
+# pass as addresses (tensors give data_ptr()); a CUDA stream as its handle or None.
+_c = ctypes
+_p = _c.c_void_p
+SIGNATURES: Dict[str, Tuple[Any, List[Any]]] = {
+    "rv_last_error": (_c.c_char_p, []),
+    "rv_api_version": (_c.c_int, []),
+    "rv_built_with_cuda": (_c.c_int, []),
+    "rv_library_info": (_c.c_char_p, []),
+    # Reductions of W stacked slots and digests (tensors.py).
+    "rv_fold_stacked": (_c.c_int, [_p, _c.c_uint32, _c.c_size_t, _c.c_size_t, _c.c_int, _p]),
+    "rv_exact_reduce_stacked": (_c.c_int, [_p, _c.c_uint32, _c.c_size_t, _c.c_size_t,
+                                           _c.c_int, _p]),
+    "rv_digest_floats": (_c.c_int, [_p, _c.c_size_t, _c.c_char_p]),
+    "rv_digest_values": (_c.c_int, [_p, _c.c_size_t, _c.c_int, _c.c_char_p]),
+    "rv_fold_stacked_dtype": (_c.c_int, [_p, _c.c_uint32, _c.c_size_t, _c.c_size_t, _c.c_int,
+                                         _c.c_int, _p]),
+    "rv_exact_reduce_stacked_dtype": (_c.c_int, [_p, _c.c_uint32, _c.c_size_t, _c.c_size_t,
+                                                 _c.c_int, _c.c_int, _p]),
+    "rv_cuda_fold_stacked_dtype": (_c.c_int, [_c.c_int, _p, _c.c_uint32, _c.c_size_t,
+                                              _c.c_size_t, _c.c_int, _c.c_int, _p, _p]),
+    "rv_cuda_exact_reduce_stacked_dtype": (_c.c_int, [_c.c_int, _p, _c.c_uint32, _c.c_size_t,
+                                                      _c.c_size_t, _c.c_int, _c.c_int, _p, _p]),
+    "rv_cuda_fold_stacked": (_c.c_int, [_c.c_int, _p, _c.c_uint32, _c.c_size_t, _c.c_size_t,
+                                        _c.c_int, _p, _p]),
+    "rv_cuda_exact_reduce_stacked": (_c.c_int, [_c.c_int, _p, _c.c_uint32, _c.c_size_t,
+                                                _c.c_size_t, _c.c_int, _p, _p]),
+    # The exact gradient accumulator (accumulate.py): a handle, then its arguments.
+    "rv_accumulator_create": (_c.c_int, [_c.c_size_t, _c.c_int, _p]),
+    "rv_accumulator_destroy": (_c.c_int, [_p]),
+    "rv_accumulator_add": (_c.c_int, [_p, _p, _c.c_size_t, _c.c_size_t, _p]),
+    "rv_accumulator_add_dtype": (_c.c_int, [_p, _p, _c.c_size_t, _c.c_size_t, _c.c_int, _p]),
+    "rv_accumulator_end_micro_batch": (_c.c_int, [_p]),
+    "rv_accumulator_end_micro_batch_deferred": (_c.c_int, [_p]),
+    "rv_accumulator_resolve": (_c.c_int, [_p]),
+    "rv_accumulator_clear": (_c.c_int, [_p, _p]),
+    "rv_accumulator_agreement_size": (_c.c_int, [_p, _p]),
+    "rv_accumulator_agreement_words": (_c.c_int, [_p, _c.c_int64, _c.c_int, _c.c_uint64, _p,
+                                                  _p]),
+    "rv_accumulator_plan": (_c.c_int, [_p, _p, _c.c_uint32, _p]),
+    "rv_accumulator_export_digits": (_c.c_int, [_p, _p, _p]),
+    "rv_accumulator_finish": (_c.c_int, [_p, _p, _c.c_int, _c.c_uint64, _p, _p]),
+    "rv_accumulator_finish_dtype": (_c.c_int, [_p, _p, _c.c_int, _c.c_uint64, _c.c_int, _p,
+                                               _p]),
+    "rv_accumulator_finish_alone": (_c.c_int, [_p, _c.c_int, _c.c_uint64, _c.c_int, _p, _p]),
+    "rv_accumulator_footprint": (_c.c_int, [_p, _p, _p, _p]),
+    # The trail's digest tree on a GPU (trail.py). Not part of RV_C_API_VERSION: an older
+    # library lacks them, and the trail then hashes on the host (optional()).
+    "rv_cuda_digest_tree_leaves": (_c.c_int, [_c.c_int, _p, _c.c_size_t, _p, _p]),
+    "rv_cuda_digest_tree_leaves_of_pieces": (_c.c_int, [_c.c_int, _p, _c.c_size_t, _p, _p]),
 }
+OPTIONAL = frozenset({"rv_cuda_digest_tree_leaves", "rv_cuda_digest_tree_leaves_of_pieces"})
 
 _lock = threading.Lock()
-_library = None
+_library: Optional[ctypes.CDLL] = None
 
 
 def packaged_file(variable: str, folder: str, name: str, how_to_get_it: str) -> pathlib.Path:
@@ -91,10 +110,12 @@ def library() -> ctypes.CDLL:
                 handle = ctypes.CDLL(str(path))  # CDLL releases the GIL during every call
             except OSError as error:
                 raise LibraryNotFound(f"{path}: cannot be loaded: {error}") from error
-            for name, (restype, argtypes) in _SIGNATURES.items():
+            for name, (restype, argtypes) in SIGNATURES.items():
                 try:
                     function = getattr(handle, name)
                 except AttributeError as error:
+                    if name in OPTIONAL:
+                        continue
                     raise LibraryNotFound(f"{path} lacks {name}: an older build?") from error
                 function.restype = restype
                 function.argtypes = argtypes
@@ -104,6 +125,11 @@ def library() -> ctypes.CDLL:
                                       f"{API_VERSION}: rebuild and reinstall together")
             _library = handle
         return _library
+
+
+def optional(name: str) -> Optional[Any]:
+    """One of the OPTIONAL functions, declared, or None where this library lacks it."""
+    return getattr(library(), name, None)
 
 
 def check(status: int) -> None:

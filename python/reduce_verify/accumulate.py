@@ -25,14 +25,18 @@ torch.set_num_threads on the CPU)."""
 
 import ctypes
 import hashlib
+import os
 import pathlib
 import weakref
+from typing import (Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple,
+                    Union)
 
 import torch
 import torch.distributed as dist
 
 from . import _collectives, _library
 from .errors import InputError, WorldDisagreement
+from .recorder import write_rank_file
 from .tensors import DTYPES, SUPPORTED, digest, dtype_code, dtype_name
 
 BLOCK = 1024  # exact::kBlock: every parameter starts a block of the accumulator
@@ -42,49 +46,19 @@ _HEADER_WORDS = 2 * len(_HEADER_FIELDS)
 _MAGIC = 0x52564143
 
 _c = ctypes
-_SIGNATURES = {
-    "rv_accumulator_create": [_c.c_size_t, _c.c_int, _c.c_void_p],
-    "rv_accumulator_destroy": [_c.c_void_p],
-    "rv_accumulator_add": [_c.c_void_p, _c.c_void_p, _c.c_size_t, _c.c_size_t, _c.c_void_p],
-    "rv_accumulator_add_dtype": [_c.c_void_p, _c.c_void_p, _c.c_size_t, _c.c_size_t, _c.c_int,
-                                 _c.c_void_p],
-    "rv_accumulator_end_micro_batch": [_c.c_void_p],
-    "rv_accumulator_clear": [_c.c_void_p, _c.c_void_p],
-    "rv_accumulator_agreement_size": [_c.c_void_p, _c.c_void_p],
-    "rv_accumulator_agreement_words": [_c.c_void_p, _c.c_int64, _c.c_int, _c.c_uint64,
-                                       _c.c_void_p, _c.c_void_p],
-    "rv_accumulator_plan": [_c.c_void_p, _c.c_void_p, _c.c_uint32, _c.c_void_p],
-    "rv_accumulator_export_digits": [_c.c_void_p, _c.c_void_p, _c.c_void_p],
-    "rv_accumulator_finish": [_c.c_void_p, _c.c_void_p, _c.c_int, _c.c_uint64, _c.c_void_p,
-                              _c.c_void_p],
-    "rv_accumulator_finish_dtype": [_c.c_void_p, _c.c_void_p, _c.c_int, _c.c_uint64, _c.c_int,
-                                    _c.c_void_p, _c.c_void_p],
-    "rv_accumulator_finish_alone": [_c.c_void_p, _c.c_int, _c.c_uint64, _c.c_int, _c.c_void_p,
-                                    _c.c_void_p],
-    "rv_accumulator_footprint": [_c.c_void_p, _c.c_void_p, _c.c_void_p, _c.c_void_p],
-    "rv_accumulator_end_micro_batch_deferred": [_c.c_void_p],
-    "rv_accumulator_resolve": [_c.c_void_p],
-}
-_declared = None
+_lib = _library.library
+# The accumulator's C functions, by name (their signatures are _library.SIGNATURES, the one
+# table). python/bench/accumulate_overhead.py times each, iterating _SIGNATURES.
+FUNCTIONS = tuple(name for name in _library.SIGNATURES if name.startswith("rv_accumulator_"))
+_SIGNATURES = FUNCTIONS
+
+Named = List[Tuple[str, torch.nn.Parameter]]
+Model = Union[torch.nn.Module, Iterable[torch.nn.Parameter]]
+# combine(tensors, reduction): the tensors of every rank reduced elementwise (MAX or SUM).
+Combine = Callable[[List[torch.Tensor], Any], torch.Tensor]
 
 
-def _lib():
-    global _declared
-    handle = _library.library()
-    if _declared is not handle:
-        for name, argtypes in _SIGNATURES.items():
-            try:
-                function = getattr(handle, name)
-            except AttributeError as error:
-                raise _library.LibraryNotFound(
-                    f"{_library.library_path()} lacks {name}: an older build?") from error
-            function.restype = _c.c_int
-            function.argtypes = argtypes
-        _declared = handle
-    return handle
-
-
-def _parameters_of(model):
+def _parameters_of(model: Model) -> Named:
     if isinstance(model, torch.nn.parallel.DistributedDataParallel):
         model = model.module
     if isinstance(model, torch.nn.Module):
@@ -94,7 +68,7 @@ def _parameters_of(model):
     return [(name, p) for name, p in named if p.requires_grad]
 
 
-def _layout_tag(params):
+def _layout_tag(params: Named) -> int:
     text = ";".join(f"{name}:{tuple(p.shape)}:{p.dtype}" for name, p in params)
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little",
                           signed=True)
@@ -113,7 +87,9 @@ class ExactGradAccumulator:
     Parameters may be float32, bfloat16 and float16, mixed: each result is written in its
     parameter's dtype."""
 
-    def __init__(self, model, group=None, record_digests=False, record_dir=None):
+    def __init__(self, model: Model, group: Optional[dist.ProcessGroup] = None,
+                 record_digests: bool = False,
+                 record_dir: Union[None, str, "os.PathLike[str]"] = None):
         self._params = _parameters_of(model)
         if not self._params:
             raise InputError("ExactGradAccumulator: the model has no parameter that requires "
@@ -140,10 +116,11 @@ class ExactGradAccumulator:
         # Both may be changed between micro-batches (to record one step only).
         self.record_digests = record_digests
         self.record_dir = record_dir
-        self.record_rank = None  # the R of the files' names; None: the group's rank (or 0)
-        self.records = []
+        # The R of the files' names; None: the group's rank (or 0).
+        self.record_rank: Optional[int] = None
+        self.records: List[Dict[str, Any]] = []
         self._local_micro_batches = 0
-        self._handle = _c.c_void_p()
+        self._handle: Optional[ctypes.c_void_p] = _c.c_void_p()
         device_index = -1
         if self._device.type == "cuda":
             device_index = self._device.index if self._device.index is not None else \
@@ -153,26 +130,26 @@ class ExactGradAccumulator:
         # On a GPU a micro-batch's adds are settled one micro-batch later (docs/DESIGN.md §11):
         # its gradients are held until the next forward pass has been enqueued, by then the
         # device is past the adds, and are let go before that pass's backward makes new ones.
-        self._held = None
-        self._forward_hook = None
-        self._agreement_words = None  # _agreement_buffer()
+        self._held: Optional[List[torch.Tensor]] = None
+        self._forward_hook: Any = None  # a torch.utils.hooks.RemovableHandle
+        self._agreement_words: Optional[torch.Tensor] = None  # _agreement_buffer()
         if self._device.type == "cuda" and isinstance(model, torch.nn.Module):
             this = weakref.ref(self)
 
-            def resolve_after_forward(module, inputs, output):
+            def resolve_after_forward(module: torch.nn.Module, inputs: Any, output: Any) -> None:
                 accumulator = this()
                 if accumulator is not None:
                     accumulator._resolve()
             self._forward_hook = model.register_forward_hook(resolve_after_forward)
 
-    def _resolve(self):
+    def _resolve(self) -> None:
         """Settles the last micro-batch's adds (a wait for a flag read back behind them) and
         lets its gradients go."""
         if self._held is not None:
             _library.check(_lib().rv_accumulator_resolve(self._handle))
             self._held = None
 
-    def __del__(self):
+    def __del__(self) -> None:
         hook = getattr(self, "_forward_hook", None)
         if hook is not None:
             hook.remove()
@@ -181,24 +158,25 @@ class ExactGradAccumulator:
             _lib().rv_accumulator_destroy(handle)
             self._handle = None
 
-    def _stream(self):
+    def _stream(self) -> Optional[int]:
         if self._device.type != "cuda":
             return None
         return torch.cuda.current_stream(self._device).cuda_stream
 
     @property
-    def micro_batches(self):
+    def micro_batches(self) -> int:
         """The micro-batches this rank added since the last reduce()."""
         return self._local_micro_batches
 
-    def footprint(self):
+    def footprint(self) -> Tuple[int, int, int]:
         """(bytes held, blocks kept wide, blocks with special values): docs/DESIGN.md §11."""
         values = [_c.c_size_t() for _ in range(3)]
         _library.check(_lib().rv_accumulator_footprint(self._handle,
                                                        *[_c.byref(v) for v in values]))
-        return tuple(v.value for v in values)
+        held, wide, special = (v.value for v in values)
+        return held, wide, special
 
-    def add(self):
+    def add(self) -> None:
         """Moves every parameter's gradient into the exact sums and sets p.grad to None. A
         parameter without a gradient adds nothing (a zero gradient)."""
         self._resolve()
@@ -236,10 +214,8 @@ class ExactGradAccumulator:
                 if rank is None:
                     rank = dist.get_rank(self._group) if dist.is_initialized() else 0
                 suffix = dtype_name(flat.dtype)
-                path = folder / f"rank{rank}-mb{self._local_micro_batches:04d}.{suffix}"
-                host = flat.detach().to("cpu").contiguous()
-                path.write_bytes(_c.string_at(host.data_ptr(),  # little-endian
-                                              host.numel() * host.element_size()))
+                write_rank_file(folder / f"rank{rank}-mb{self._local_micro_batches:04d}.{suffix}",
+                                flat)
         lib = _lib()
         stream = self._stream()
         offsets = dict((id(p), o) for (_, p), o in zip(self._params, self._offsets))
@@ -262,38 +238,40 @@ class ExactGradAccumulator:
         del added
         self._local_micro_batches += 1
 
-    def _agreement_buffer(self):
+    def _agreement_buffer(self) -> torch.Tensor:
         """The host buffer of this accumulator's agreement words, made once and reused: a new
         one every step (megabytes for a large model) costs its page faults on the host while
         the GPU waits for the plan."""
-        if self._agreement_words is None:
+        words = self._agreement_words
+        if words is None:
             size = _c.c_size_t()
             _library.check(_lib().rv_accumulator_agreement_size(self._handle, _c.byref(size)))
-            self._agreement_words = torch.empty(size.value, dtype=torch.int64)
-        return self._agreement_words
+            words = self._agreement_words = torch.empty(size.value, dtype=torch.int64)
+        return words
 
-    def _comm_device(self):
+    def _comm_device(self) -> torch.device:
         if dist.is_initialized() and dist.get_backend(self._group) == "nccl":
             return torch.device("cuda", torch.cuda.current_device())
         return torch.device("cpu")
 
-    def _world(self):
+    def _world(self) -> int:
         return dist.get_world_size(self._group) if dist.is_initialized() else 1
 
-    def _all_reduce(self, tensor, op):
+    def _all_reduce(self, tensor: torch.Tensor, op: Any) -> torch.Tensor:
         # Only a world of two or more gets here: a world of one finishes alone (_reduce).
         moved = tensor.to(self._comm_device())
         _collectives.launch_and_wait(dist.all_reduce, moved, op=op, group=self._group)
         return moved
 
-    def reduce(self, mean_over=None, op="mean"):
+    def reduce(self, mean_over: Optional[int] = None, op: str = "mean") -> int:
         """Combines every rank's sums and writes the result into each p.grad: op "mean" gives
         RN(Σ / mean_over) (mean_over None: the micro-batches added on all ranks), op "sum"
         RN(Σ). Every rank of the group must call it. Returns the micro-batches of all ranks."""
         return _reduce([self], mean_over, op, self._world(), self._all_reduce)
 
     @staticmethod
-    def reduce_together(accumulators, mean_over=None, op="mean"):
+    def reduce_together(accumulators: Iterable["ExactGradAccumulator"],
+                        mean_over: Optional[int] = None, op: str = "mean") -> int:
         """The same for several accumulators held in one process, as ranks of one world (each
         over the same parameters, and the first one's p.grad receives the result): the
         collectives computed in place. For checks of a grouping in one process."""
@@ -301,14 +279,14 @@ class ExactGradAccumulator:
         if not accumulators:
             raise InputError("ExactGradAccumulator.reduce_together: no accumulator")
 
-        def combine(tensors, reduction):
+        def combine(tensors: List[torch.Tensor], reduction: Any) -> torch.Tensor:
             stacked = torch.stack([t.to(accumulators[0]._device) for t in tensors])
             if reduction == dist.ReduceOp.MAX:
                 return stacked.max(dim=0).values
             return stacked.sum(dim=0)
         return _reduce(accumulators, mean_over, op, len(accumulators), None, combine)
 
-    def _check_header(self, header):
+    def _check_header(self, header: List[int]) -> None:
         differences = []
         for field, name in enumerate(_HEADER_FIELDS):
             largest, smallest = header[2 * field], -header[2 * field + 1]
@@ -324,7 +302,9 @@ class ExactGradAccumulator:
                                     "is not reducing an ExactGradAccumulator")
 
 
-def _reduce(accumulators, mean_over, op, world, all_reduce, combine=None):
+def _reduce(accumulators: List[ExactGradAccumulator], mean_over: Optional[int], op: str,
+            world: int, all_reduce: Optional[Callable[[torch.Tensor, Any], torch.Tensor]],
+            combine: Optional[Combine] = None) -> int:
     """The three rounds (docs/DESIGN.md §11) over `all_reduce(tensor, op)` for one accumulator
     of a process group, or over `combine(tensors, op)` for several in one process."""
     if op not in ("mean", "sum"):
@@ -336,8 +316,12 @@ def _reduce(accumulators, mean_over, op, world, all_reduce, combine=None):
     if mean_over is not None and mean_over > 1 << 20:
         raise InputError(f"ExactGradAccumulator.reduce: mean_over = {mean_over} is beyond 2^20")
     if combine is None:
-        def combine(tensors, reduction):
-            return all_reduce(tensors[0], reduction)
+        if all_reduce is None:
+            raise InputError("ExactGradAccumulator: neither an all-reduce nor a combine")
+        reduce_one = all_reduce
+
+        def combine(tensors: List[torch.Tensor], reduction: Any) -> torch.Tensor:
+            return reduce_one(tensors[0], reduction)
     lib = _lib()
     first = accumulators[0]
     c_op = _library.OP_MEAN if op == "mean" else _library.OP_SUM
@@ -354,7 +338,8 @@ def _reduce(accumulators, mean_over, op, world, all_reduce, combine=None):
     return total
 
 
-def _divisor(accumulator, op, mean_over, total):
+def _divisor(accumulator: ExactGradAccumulator, op: str, mean_over: Optional[int],
+             total: int) -> int:
     """M, once every rank agreed (an error raised here is raised on every rank)."""
     divisor = mean_over if mean_over is not None else total
     if op == "mean" and divisor == 0:
@@ -367,7 +352,8 @@ def _divisor(accumulator, op, mean_over, total):
     return divisor if op == "mean" else 0
 
 
-def _finish_alone(acc, lib, c_op, op, mean_over):
+def _finish_alone(acc: ExactGradAccumulator, lib: ctypes.CDLL, c_op: int, op: str,
+                  mean_over: Optional[int]) -> Dict[torch.dtype, torch.Tensor]:
     """A world of one: no agreement, plan or digit words (rv_accumulator_finish_alone rounds
     its own sums, on a GPU from the digits in place, enqueued before the last micro-batch is
     resolved). Its results, one tensor per dtype of its parameters."""
@@ -383,7 +369,9 @@ def _finish_alone(acc, lib, c_op, op, mean_over):
     return outs
 
 
-def _combine(accumulators, lib, c_op, op, mean_over, world, combine):
+def _combine(accumulators: List[ExactGradAccumulator], lib: ctypes.CDLL, c_op: int, op: str,
+             mean_over: Optional[int], world: int,
+             combine: Combine) -> Tuple[Dict[torch.dtype, torch.Tensor], int]:
     """The three rounds over `combine(tensors, op)`: (results per dtype, micro-batches of all
     ranks)."""
     first = accumulators[0]

@@ -9,6 +9,7 @@ on every run of the same W, bucket layout or not); --record DIR records step 2's
 
 import argparse
 import os
+from typing import List, Optional
 
 import torch
 import torch.distributed as dist
@@ -18,17 +19,17 @@ from reduce_verify.ddp import HookState, exact_hook, fixed_order_hook, register
 
 
 class ToyModel(torch.nn.Module):
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
         self.net1 = torch.nn.Linear(10, 10)
         self.relu = torch.nn.ReLU()
         self.net2 = torch.nn.Linear(10, 5)
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.net2(self.relu(self.net1(x)))
 
 
-def main(argv=None):
+def main(argv: Optional[List[str]] = None) -> None:
     parser = argparse.ArgumentParser(description="DDP with a reduce_verify hook (torchrun)")
     parser.add_argument("--hook", choices=("fixed-order", "exact"), default="fixed-order")
     parser.add_argument("--steps", type=int, default=5)
@@ -42,7 +43,7 @@ def main(argv=None):
     model = torch.nn.parallel.DistributedDataParallel(ToyModel())
     recorder = reduce_verify.Recorder(args.record, steps=2) if args.record else None
     hook = fixed_order_hook if args.hook == "fixed-order" else exact_hook
-    register(model, hook, HookState(op="mean", recorder=recorder))
+    register(model, hook if recorder is None else recorder.wrap(hook), HookState(op="mean"))
     loss_fn = torch.nn.MSELoss()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.001)
     for step in range(args.steps):

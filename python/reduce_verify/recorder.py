@@ -38,14 +38,18 @@ import os
 import pathlib
 import threading
 import warnings
-from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
+from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Set, Union
 
 import torch
+import torch.distributed as dist
 
-from . import _library
-from .errors import InputError
+from . import _collectives, _library
+from ._chain import Chain, ChainWriter
+from .ddp.hooks import HOOKS, Hook
+from .ddp.state import HookState, resolve_state
+from .errors import InputError, ReduceVerifyError
 from .tensors import check_little_endian, digest, dtype_name, values_of
-from .trail import CHAIN_SUFFIX_LENGTH, GENESIS, KIND_FLAT, chain_next, chained_line
+from .trail import KIND_FLAT
 
 # 4: the manifest is the trail's chained JSON lines (header, one record per bucket with the
 # trail's bucket fields and the rank files, end record). 3: plain JSON lines, one object a
@@ -54,59 +58,6 @@ FORMAT = "reduce-verify torch recording"
 VERSION = 4
 FORMAT_3 = "reduce-verify torch recording 3"
 MANIFEST = "manifest.jsonl"
-
-
-class _Chained:
-    """A chained manifest as read: its records (without "chain") with their numbers, the
-    head after the last complete one, and the byte length of the complete records (a torn
-    last line, still being written or cut by a crash, is left out)."""
-
-    def __init__(self, path: pathlib.Path):
-        self.path = path
-        self.records: List[Tuple[int, Dict[str, Any]]] = []
-        self.head = GENESIS
-        self.heads = [GENESIS]  # heads[n]: the chain after record n
-        self.ends = [0]         # ends[n]: the byte length of records 1 … n
-        data = path.read_bytes()
-        at = 0
-        while at < len(data):
-            newline = data.find(b"\n", at)
-            line = data[at:] if newline < 0 else data[at:newline]
-            number = len(self.records) + 1
-            try:
-                record, chain = self._record(line, number)
-            except InputError:
-                if newline >= 0 or number == 1:
-                    raise
-                break  # a torn last record
-            self.records.append((number, record))
-            self.head = chain
-            self.heads.append(chain)
-            at = len(data) if newline < 0 else newline + 1
-            self.ends.append(at)
-
-    def _record(self, line: bytes, number: int):
-        where = f"{self.path}:{number}"
-        try:
-            text = line.decode("ascii")
-        except UnicodeDecodeError as error:
-            raise InputError(f"{where}: not an ASCII line ({error})") from error
-        suffix = text[-CHAIN_SUFFIX_LENGTH:]
-        if len(text) <= CHAIN_SUFFIX_LENGTH or not suffix.startswith(',"chain":"') \
-                or not suffix.endswith('"}'):
-            raise InputError(f'{where}: does not end in ,"chain":"<32 hex digits>"}}')
-        body, chain = text[:-CHAIN_SUFFIX_LENGTH] + "}", suffix[10:42]
-        expected = chain_next(self.head, body)
-        if chain != expected:
-            raise InputError(f"{where}: the chain is broken: the record says {chain}, the "
-                             f"records up to it give {expected}")
-        try:
-            record = json.loads(body)
-        except ValueError as error:
-            raise InputError(f"{where}: not JSON ({error})") from error
-        if not isinstance(record, dict):
-            raise InputError(f"{where}: not a JSON object")
-        return record, chain
 
 
 def _first_line_is_format_3(path: pathlib.Path) -> bool:
@@ -131,7 +82,7 @@ def _read_format_3(path: pathlib.Path) -> List[Dict[str, Any]]:
     return entries
 
 
-def _replay_lines(op, contract, dtype, folder):
+def _replay_lines(op: str, contract: str, dtype: str, folder: str) -> List[str]:
     options = ("" if contract == "fixed-order" else f" --contract {contract}") + \
         f" --dtype {dtype}"
     inputs_glob = f"{folder}/rank*.{dtype}"
@@ -150,7 +101,7 @@ def read_manifest(directory: Union[str, os.PathLike]) -> List[Dict[str, Any]]:
     path = pathlib.Path(directory) / MANIFEST
     if _first_line_is_format_3(path):
         return _read_format_3(path)
-    chained = _Chained(path)
+    chained = Chain(path)
     if not chained.records:
         raise InputError(f"{path}: an empty manifest (no header record)")
     header = chained.records[0][1]
@@ -167,7 +118,8 @@ def read_manifest(directory: Union[str, os.PathLike]) -> List[Dict[str, Any]]:
     return entries
 
 
-def _entries_of(header, number, record):
+def _entries_of(header: Dict[str, Any], number: int,
+                record: Dict[str, Any]) -> List[Dict[str, Any]]:
     entries = []
     for bucket in record["buckets"]:
         files = bucket["files"]
@@ -187,20 +139,21 @@ def _entries_of(header, number, record):
     return entries
 
 
-def _write_atomically(path, data):
+def write_rank_file(path: pathlib.Path, tensor: torch.Tensor) -> None:
+    """Writes the tensor's values as the raw little-endian bytes of its dtype (a rank file:
+    what `reduce-verify digest --dtype … --inputs` reads and `xxh128sum` hashes), row-major,
+    whole or not at all: into `path`.partial, then renamed. The Recorder's bucket files and
+    the ExactGradAccumulator's micro-batch files."""
+    check_little_endian()
+    host = values_of(tensor.detach().to("cpu"))
+    data = ctypes.string_at(host.data_ptr(), host.numel() * host.element_size())
     temporary = path.with_name(path.name + ".partial")
     with open(temporary, "wb") as out:
         out.write(data)
     os.replace(temporary, path)
 
 
-def _raw_bytes(tensor):
-    """The tensor's elements as the bytes of its dtype (little-endian: check_little_endian)."""
-    host = values_of(tensor.detach().to("cpu"))
-    return ctypes.string_at(host.data_ptr(), host.numel() * host.element_size())
-
-
-def _parse_steps(steps) -> frozenset:
+def _parse_steps(steps: Union[int, Iterable[int]]) -> FrozenSet[int]:
     if isinstance(steps, bool) or not isinstance(steps, (int, Iterable)):
         raise InputError(f"steps is a {type(steps).__name__}; pass a step number or an "
                          "iterable of them (steps=5, steps=[0, 100], steps=range(0, 1000, 100))")
@@ -214,7 +167,11 @@ def _parse_steps(steps) -> frozenset:
 class Recorder:
     """Records the buckets of the steps in `steps` (an int or an iterable of ints; a step is
     the number of synchronised backward passes, i.e. optimizer steps, before it, as the hook's
-    HookState counts them) into `directory`. Pass it as HookState(recorder=...).
+    HookState counts them) into `directory`. It wraps a hook, as the Trail does:
+
+        model.register_comm_hook(HookState(op="mean"), recorder.wrap(fixed_order_hook))
+
+    or is passed as HookState(recorder=recorder) with the plain hook, which does the same.
 
     The manifest is appended to: a directory recorded into again (a resumed run, another
     Recorder) keeps the earlier records, and the new ones continue their chain (the end
@@ -229,15 +186,14 @@ class Recorder:
         self.steps = _parse_steps(steps)
         self.writer_rank = writer_rank
         self.local: List[Dict[str, Any]] = []  # this rank's own digests, on every rank
-        self._recorded = set()  # steps captured on this rank
+        self._recorded: Set[int] = set()  # steps captured on this rank
         self._steps_seen = 0    # synchronised backward passes the hook reported
         self._closed = False
         # The hooks' completion callbacks may run on a process group's threads, several
         # buckets at once: one capture at a time keeps the manifest's lines whole.
         self._lock = threading.Lock()
         # The writer's place in the manifest's chain: None until its first capture opens it.
-        self._head: Optional[str] = None
-        self._records = 0  # records in the manifest, the header included
+        self._chain: Optional[ChainWriter] = None
         self._wrote = False  # this Recorder appended a record (close() then ends the file)
         manifest = self.manifest_path()
         if manifest.is_file() and _first_line_is_format_3(manifest):
@@ -255,7 +211,7 @@ class Recorder:
     def __enter__(self) -> "Recorder":
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, *exc_info: Any) -> None:
         self.close()
 
     def manifest_path(self) -> pathlib.Path:
@@ -276,8 +232,10 @@ class Recorder:
             if self._closed:
                 return
             self._closed = True
-            if self._wrote:
-                self._append({"end": True, "records": self._records})
+            if self._chain is not None:
+                if self._wrote:
+                    self._chain.append({"end": True, "records": self._chain.records})
+                self._chain.close()
         atexit.unregister(self.close)
         never = sorted(s for s in self.steps if s not in self._recorded)
         if never:
@@ -290,25 +248,88 @@ class Recorder:
                 "optimizer steps; under gradient accumulation (no_sync()) it is not the "
                 "number of forward passes", RuntimeWarning, stacklevel=2)
 
+    def wrap(self, hook: Hook) -> Hook:
+        """A DDP communication hook that runs `hook` (reduce_verify.ddp.fixed_order_hook or
+        exact_hook) and records the buckets of the chosen steps: before the hook, a copy of
+        this rank's bucket; after it, every rank's copy gathered (an all-gather copies bytes,
+        so row r is exactly rank r's bucket) and, on the writer, written with the result's
+        digest. The hook's agreement then runs on a recorded bucket whatever its policy, and
+        compares whether every rank records it (HookState.recording)."""
+        contract = HOOKS.get(getattr(hook, "__wrapped__", hook))
+        if contract is None or getattr(hook, "recorder", None) is not None:
+            raise InputError(f"Recorder.wrap: {getattr(hook, '__name__', hook)!r} is neither "
+                             "reduce_verify.ddp.fixed_order_hook nor exact_hook (the recording "
+                             "is replayed under the hook's contract)")
+
+        # Real annotations, not strings: DDP's register_comm_hook compares them with
+        # dist.GradBucket and torch.futures.Future[torch.Tensor].
+        def recorded_hook(state: Optional[HookState],
+                          bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
+            state = resolve_state(state)
+            step = state.step
+            if bucket.is_last():
+                self._saw_step(step)
+            recording = self._wants(step)
+            own = bucket.buffer().clone() if recording else None  # before the hook writes it
+            state.recording = recording
+            try:
+                future = hook(state, bucket)
+            finally:
+                state.recording = None
+            if own is None:
+                return future
+            try:
+                result = self._record_bucket(state, bucket, step, contract, own, future)
+            except ReduceVerifyError as error:
+                state.error = error  # what state.original_errors() raises
+                raise
+            done: torch.futures.Future[torch.Tensor] = torch.futures.Future()
+            done.set_result(result)
+            return done
+
+        recorded_hook.__wrapped__ = hook  # type: ignore[attr-defined]
+        recorded_hook.recorder = self  # type: ignore[attr-defined]
+        recorded_hook.__name__ = recorded_hook.__qualname__ = \
+            f"Recorder.wrap({getattr(hook, '__name__', hook)})"
+        return recorded_hook
+
+    def _record_bucket(self, state: HookState, bucket: dist.GradBucket, step: int,
+                       contract: str, own: torch.Tensor,
+                       future: torch.futures.Future[torch.Tensor]) -> torch.Tensor:
+        """Gathers every rank's copy of the bucket and captures it with the hook's result."""
+        group = state.group()
+        future = _collectives.settled(future, group)
+        future.wait()  # on NCCL a stream dependency; raises the hook's error here
+        value = future.value()
+        result = value[0] if isinstance(value, (list, tuple)) else value
+        world, rank = dist.get_world_size(group), dist.get_rank(group)
+        inputs = torch.empty((world, own.numel()), dtype=own.dtype, device=own.device)
+        _collectives.all_gather_rows(inputs, own, group).wait()
+        self._capture(step=step, bucket=bucket.index(), rank=rank, world=world, op=state.op,
+                      contract=contract, inputs=inputs, own_input_digest=digest(own),
+                      result=result)
+        return result
+
     def _wants(self, step: int) -> bool:
         return step in self.steps and not self._closed
 
     def _saw_step(self, step: int) -> None:
         self._steps_seen = max(self._steps_seen, step + 1)
 
-    def _capture(self, **record) -> None:
+    def _capture(self, **record: Any) -> None:
         with self._lock:
             self._capture_unlocked(**record)
 
-    def _capture_unlocked(self, *, step, bucket, rank, world, op, contract, inputs,
-                          own_input_digest, result):
+    def _capture_unlocked(self, *, step: int, bucket: int, rank: int, world: int, op: str,
+                          contract: str, inputs: torch.Tensor, own_input_digest: str,
+                          result: torch.Tensor) -> None:
         result_digest = digest(result)
         self._recorded.add(step)
         self.local.append({"step": step, "bucket": bucket, "rank": rank,
                            "input_digest": own_input_digest, "result_digest": result_digest})
         if rank != self.writer_rank:
             return
-        if self._head is None:
+        if self._chain is None:
             self._open(world)
         folder = pathlib.Path(f"step{step:06d}") / f"bucket{bucket:03d}"
         (self.directory / folder).mkdir(parents=True, exist_ok=True)
@@ -316,7 +337,7 @@ class Recorder:
         files, digests = [], []
         for r in range(world):
             relative = folder / f"rank{r:04d}.{dtype}"
-            _write_atomically(self.directory / relative, _raw_bytes(inputs[r]))
+            write_rank_file(self.directory / relative, inputs[r])
             files.append(relative.as_posix())
             digests.append(digest(inputs[r]))
         # The all-gather that ends the hook copies the reduced shards' bytes to every rank, so
@@ -335,7 +356,7 @@ class Recorder:
         path = self.manifest_path()
         self.directory.mkdir(parents=True, exist_ok=True)
         if not path.is_file():
-            self._head = GENESIS
+            self._chain = ChainWriter(path)
             self._append({"recording": FORMAT, "version": VERSION, "world": world,
                           "digest": KIND_FLAT, "byte_order": "little",
                           "library": _library.library_info(), "torch": torch.__version__})
@@ -343,7 +364,7 @@ class Recorder:
         if _first_line_is_format_3(path):
             raise InputError(f"{path} holds a {FORMAT_3} recording (not chained): record into "
                              "a new directory")
-        chained = _Chained(path)
+        chained = Chain(path)
         if not chained.records:
             raise InputError(f"{path}: a manifest without a header record")
         header = chained.records[0][1]
@@ -355,12 +376,10 @@ class Recorder:
         kept = len(chained.records)
         if chained.records[-1][1].get("end"):
             kept -= 1
-        with open(path, "rb+") as manifest:
-            manifest.truncate(chained.ends[kept])
-        self._head, self._records = chained.heads[kept], kept
+        chain = ChainWriter(path)
+        chain.continue_file(kept, chained)
+        self._chain = chain  # set only now: a manifest refused above is refused again
 
     def _append(self, record: Dict[str, Any]) -> None:
-        line, self._head = chained_line(self._head, record)
-        self._records += 1
-        with open(self.manifest_path(), "a", encoding="ascii") as manifest:
-            manifest.write(line + "\n")  # one write a line: appended whole
+        assert self._chain is not None  # opened by the writer's first capture
+        self._chain.append(record)

@@ -5,6 +5,7 @@ the result rounded to its dtype once), and refuse every other dtype by name."""
 
 import ctypes
 import sys
+from typing import Union
 
 import torch
 
@@ -91,26 +92,66 @@ def parse_contract(contract: str) -> str:
     return contract
 
 
+def digest_at(address: int, size: int) -> bytes:
+    """XXH3-128 of `size` host bytes at `address`, canonical (xxHash's big-endian 16 bytes):
+    the one digest of the package, every other is built on it. `size` is even: the C ABI
+    digests whole elements, here taken as 2-byte ones (their bytes are hashed as they are)."""
+    if size % 2:
+        raise InputError(f"{size} bytes: the C ABI digests whole 2-byte elements")
+    hex_out = ctypes.create_string_buffer(33)
+    _library.check(_library.library().rv_digest_values(address or None, size // 2,
+                                                       _library.DTYPE_F16, hex_out))
+    return bytes.fromhex(hex_out.value.decode())
+
+
+def digest_bytes(data: bytes) -> bytes:
+    """XXH3-128 of `data` zero-padded to a multiple of 4 bytes (the chain's and the digest
+    tree's rule, docs/DESIGN.md §12), canonical."""
+    data = bytes(data) + b"\0" * (-len(data) % 4)
+    buffer = ctypes.create_string_buffer(data, len(data))
+    return digest_at(ctypes.addressof(buffer), len(data))
+
+
+def host_bytes(tensor: torch.Tensor, multiple: int = 1) -> torch.Tensor:
+    """The tensor's values as row-major little-endian bytes of its dtype: a contiguous host
+    uint8 tensor, zero-padded to a multiple of `multiple` bytes."""
+    check_little_endian()
+    host = values_of(tensor.detach().to("cpu")).reshape(-1)
+    if host.numel() <= 1:
+        # One element is contiguous whatever its stride (z.conj().imag keeps a stride of 2),
+        # and view() below refuses a stride other than 1: any stride reads the same bytes.
+        host = host.as_strided((host.numel(),), (1,))
+    raw = host if host.dtype == torch.uint8 else host.view(torch.uint8)
+    if raw.numel() % multiple:
+        raw = torch.cat([raw, torch.zeros(-raw.numel() % multiple, dtype=torch.uint8)])
+    return raw
+
+
+def flat_digest(tensor: torch.Tensor, multiple: int = 1) -> bytes:
+    """XXH3-128 of the tensor's values as row-major little-endian bytes of its dtype,
+    zero-padded to a multiple of `multiple` bytes, canonical: for float32 (and any padding),
+    what `xxh128sum` prints for a file of those bytes. digest() is this, as hex; the trail's
+    flat kind pads to 4 bytes (docs/DESIGN.md §12)."""
+    raw = host_bytes(tensor, multiple)
+    return digest_at(raw.data_ptr(), raw.numel())
+
+
 def digest(tensor: torch.Tensor) -> str:
     """The XXH3-128 digest (32 lowercase hex digits) of the tensor's values as little-endian
     elements of its dtype in row-major order (4 bytes for float32, 2 for bfloat16 and
     float16): what `reduce-verify digest [--dtype bf16|f16]` prints for a reduced arena of the
     same bytes, and what `xxh128sum` prints for a file holding them. CUDA tensors are copied
     to the host first."""
-    code = check_reducible(tensor, "the tensor to digest")
-    check_little_endian()
-    host = values_of(tensor.detach().to("cpu"))
-    hex_out = ctypes.create_string_buffer(33)
-    _library.check(_library.library().rv_digest_values(host.data_ptr(), host.numel(), code,
-                                                       hex_out))
-    return hex_out.value.decode()
+    check_reducible(tensor, "the tensor to digest")
+    return flat_digest(tensor).hex()
 
 
-def _cuda_stream_of(device):
+def _cuda_stream_of(device: Union[int, torch.device]) -> ctypes.c_void_p:
     return ctypes.c_void_p(torch.cuda.current_stream(device).cuda_stream)
 
 
-def reduce_stacked_into(stacked, world, slot_stride, n, op, contract, out):
+def reduce_stacked_into(stacked: torch.Tensor, world: int, slot_stride: int, n: int, op: str,
+                        contract: str, out: torch.Tensor) -> torch.Tensor:
     """The C ABI's reduction over raw tensors: `stacked` (float32, bfloat16 or float16,
     contiguous) holds W slots of n values, slot_stride apart; `out` (n values of the same
     dtype, contiguous, same device; it may be slot 0 itself) receives the result, rounded to

@@ -19,72 +19,47 @@ state_dict() resumes the chain."""
 
 import concurrent.futures
 import ctypes
-import json
+import functools
+import os
 import pathlib
 import threading
 import weakref
+from typing import (Any, Callable, Dict, Iterable, List, Literal, Optional, Sequence, Tuple,
+                    Union)
 
 import torch
 import torch.distributed as dist
 
 from . import _collectives, _library
-from .errors import InputError, WorldDisagreement
-from .tensors import check_little_endian
+from ._chain import CHAIN_SUFFIX_LENGTH, GENESIS, ChainWriter, chain_next, chained_line  # noqa: F401
+from .errors import InputError, InternalError, WorldDisagreement
+from .tensors import digest_at, digest_bytes, flat_digest as _flat_digest, host_bytes
 
 FORMAT = "reduce-verify trail"
 VERSION = 1
-GENESIS = "0" * 32  # the head before the first record
-CHAIN_SUFFIX_LENGTH = len(',"chain":"') + 32 + len('"}')
 TREE_LEAF_BYTES = 1 << 12  # docs/DESIGN.md §12: the digest tree's leaf size
 KIND_FLAT = "xxh128"
 KIND_TREE = "xxh3-tree-4k"
 
 
-def _digest_address(address, size):
-    """XXH3-128 (canonical, 16 bytes) of `size` bytes at `address`; size is a multiple of 4
-    (the C ABI digests binary32 arrays, whose bytes are hashed as they are)."""
-    hex_out = ctypes.create_string_buffer(33)
-    _library.check(_library.library().rv_digest_floats(address or None, size // 4, hex_out))
-    return bytes.fromhex(hex_out.value.decode())
+def flat_digest(tensor: torch.Tensor) -> bytes:
+    """XXH3-128 of the tensor's bytes, row-major, zero-padded to a multiple of 4
+    (docs/DESIGN.md §12): for float32, what `reduce-verify digest` and `xxh128sum` print for
+    the same bytes (tensors.flat_digest, the package's one digest)."""
+    return _flat_digest(tensor, 4)
 
 
-def digest_bytes(data):
-    """XXH3-128 of `data` padded with zero bytes to a multiple of 4 (docs/DESIGN.md §12)."""
-    data = bytes(data) + b"\0" * (-len(data) % 4)
-    buffer = ctypes.create_string_buffer(data, len(data))
-    return _digest_address(ctypes.addressof(buffer), len(data))
-
-
-def _host_bytes(tensor):
-    """The tensor's bytes as a contiguous host uint8 tensor, zero-padded to a multiple of 4."""
-    flat = tensor.detach().contiguous().reshape(-1)
-    raw = flat.view(torch.uint8) if flat.dtype != torch.uint8 else flat
-    raw = raw.to("cpu")
-    if raw.numel() % 4:
-        raw = torch.cat([raw, torch.zeros(-raw.numel() % 4, dtype=torch.uint8)])
-    return raw
-
-
-def flat_digest(tensor):
-    """XXH3-128 of the tensor's bytes, row-major: for float32, what `reduce-verify digest`
-    and `xxh128sum` print for the same bytes."""
-    check_little_endian()
-    raw = _host_bytes(tensor)
-    return _digest_address(raw.data_ptr(), raw.numel())
-
-
-def tree_digest(tensor):
+def tree_digest(tensor: torch.Tensor) -> bytes:
     """The digest tree of docs/DESIGN.md §12 (the CPU reference): the tensor's bytes
     zero-padded to whole 4 KiB leaves, XXH3-128 of each leaf, then XXH3-128 of the unpadded
     byte count as u64 little-endian followed by the leaves' canonical digests. Every leaf is
     the same length, so a device hashes them in parallel where the tensor lives
     (tree_digest_cuda); this reference gives the bits it must give."""
-    check_little_endian()
-    raw = _host_bytes(tensor)
+    raw = host_bytes(tensor, 4)
     size = raw.numel()
     if size % TREE_LEAF_BYTES:
         raw = torch.cat([raw, torch.zeros(-size % TREE_LEAF_BYTES, dtype=torch.uint8)])
-    leaves = [_digest_address(raw.data_ptr() + offset, TREE_LEAF_BYTES)
+    leaves = [digest_at(raw.data_ptr() + offset, TREE_LEAF_BYTES)
               for offset in range(0, raw.numel(), TREE_LEAF_BYTES)]
     return digest_bytes(size.to_bytes(8, "little") + b"".join(leaves))
 
@@ -96,15 +71,27 @@ class PendingTree:
     copies). A step's trees are copied to the host together (StepCopy), behind the step's
     work; root() hashes u64_le(size) and the leaves there once the copy is done."""
 
-    def __init__(self, size, leaves, keep=None, arena=None, arena_at=0):
+    def __init__(self, size: int, leaves: Optional[torch.Tensor],
+                 keep: Optional[List[torch.Tensor]] = None,
+                 arena: Optional["LeafArena"] = None, arena_at: int = 0):
         self.size, self.leaves, self.keep = size, leaves, keep
         self.arena, self.arena_at = arena, arena_at
         self.leaf_bytes = _leaf_bytes(size)
-        self.device = arena.device if arena is not None else leaves.device
-        self.copy = None  # the StepCopy that holds its leaves on the host
+        device = arena.device if arena is not None else leaves.device if leaves is not None \
+            else None
+        if device is None:
+            raise InternalError("a PendingTree needs its leaves' tensor or an arena")
+        self.device: torch.device = device
+        self.copy: Optional["StepCopy"] = None  # the StepCopy that holds its leaves on the host
         self.at = 0  # where u64_le(size) and the leaves start in that copy's buffer
 
-    def root(self):
+    def own_leaves(self) -> torch.Tensor:
+        """The leaves' own tensor of a tree outside an arena."""
+        if self.leaves is None:
+            raise InternalError("a PendingTree in an arena, or finished, has no leaves of its own")
+        return self.leaves
+
+    def root(self) -> bytes:
         """The 16-byte root: waits for the step's copy (long done where the caller is a step
         later), writes u64_le(size) into the 8 bytes before the leaves there, and hashes
         both on the host."""
@@ -114,7 +101,7 @@ class PendingTree:
         self.leaves = self.keep = self.arena = None
         at = self.copy.host.data_ptr() + self.at
         ctypes.memmove(at, self.size.to_bytes(8, "little"), 8)
-        return _digest_address(at, 8 + self.leaf_bytes)
+        return digest_at(at, 8 + self.leaf_bytes)
 
 
 class LeafArena:
@@ -123,13 +110,13 @@ class LeafArena:
     and go to the host in one copy. Sized from the step before (the buckets repeat); a tree
     that does not fit gets its own tensor."""
 
-    def __init__(self, device, capacity):
+    def __init__(self, device: torch.device, capacity: int):
         self.device = device
         self.tensor = torch.empty(capacity, dtype=torch.uint8, device=device)
         self.base = self.tensor.data_ptr()
         self.capacity, self.used = capacity, 0
 
-    def take(self, leaf_bytes):
+    def take(self, leaf_bytes: int) -> Optional[int]:
         """The offset of a tree's size slot (its leaves 8 bytes later), or None when full."""
         if self.used + 8 + leaf_bytes > self.capacity:
             return None
@@ -144,10 +131,11 @@ class StepCopy:
     copy each), so a small step's host time stays small. Each tree's bytes are laid out as an
     8-byte slot for u64_le(size) (written by root()) then its leaves."""
 
-    def __init__(self, trees, streams):
+    def __init__(self, trees: List[PendingTree],
+                 streams: Tuple["torch.cuda.Stream", "torch.cuda.Stream"]):
         device = trees[0].device
         side, copy = streams
-        arenas = {}
+        arenas: Dict[int, LeafArena] = {}
         for tree in trees:
             if tree.arena is not None:
                 arenas.setdefault(id(tree.arena), tree.arena)
@@ -158,6 +146,7 @@ class StepCopy:
         copy.wait_stream(torch.cuda.current_stream(device))
         copy.wait_stream(side)
         at, based = 0, {}
+        self.done: Optional[torch.cuda.Event] = None
         with torch.cuda.stream(copy):
             for key, arena in arenas.items():
                 if arena.used:
@@ -167,7 +156,8 @@ class StepCopy:
             for tree in alone:
                 count = tree.leaf_bytes
                 if count:
-                    self.host[at + 8:at + 8 + count].copy_(tree.leaves, non_blocking=True)
+                    self.host[at + 8:at + 8 + count].copy_(tree.own_leaves(),
+                                                           non_blocking=True)
                 tree.copy, tree.at = self, at
                 at += 8 + count
             for tree in trees:
@@ -176,42 +166,45 @@ class StepCopy:
             self.done = torch.cuda.Event()
             self.done.record(copy)
 
-    def wait(self):
+    def wait(self) -> None:
         if self.done is not None:
             self.done.synchronize()
             self.done = None
 
 
-def _cuda_leaf_function():
-    """The C ABI's rv_cuda_digest_tree_leaves, or None (an older or CPU-only library)."""
-    lib = _library.library()
-    function = getattr(lib, "rv_cuda_digest_tree_leaves", None)
-    if function is None or not lib.rv_built_with_cuda():
+# A digest as the trail holds it: 16 bytes, or a tree whose leaves a GPU is hashing.
+Digest = Union[bytes, PendingTree]
+# Trail._arena_slot: (device, leaf bytes) -> (arena, offset) or None.
+ArenaSlots = Callable[[torch.device, int], Optional[Tuple[LeafArena, int]]]
+# A DDP communication hook, ours or anyone's (its state may be of any type).
+Hook = Callable[[Any, dist.GradBucket], torch.futures.Future[torch.Tensor]]
+
+
+@functools.lru_cache(maxsize=None)  # one library a process: looked up once
+def _cuda_function(name: str) -> Optional[Callable[..., int]]:
+    """The C ABI's digest-tree kernel `name`, or None (an older or CPU-only library)."""
+    if not _library.built_with_cuda():
         return None
-    function.restype = ctypes.c_int
-    function.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p,
-                         ctypes.c_void_p]
-    return function
+    return _library.optional(name)
 
 
-def _cuda_pieces_function():
-    """The C ABI's rv_cuda_digest_tree_leaves_of_pieces, or None."""
-    lib = _library.library()
-    function = getattr(lib, "rv_cuda_digest_tree_leaves_of_pieces", None)
-    if function is None or not lib.rv_built_with_cuda():
-        return None
-    function.restype = ctypes.c_int
-    function.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p,
-                         ctypes.c_void_p]
-    return function
+def _cuda_leaf_function() -> Optional[Callable[..., int]]:
+    """rv_cuda_digest_tree_leaves, or None."""
+    return _cuda_function("rv_cuda_digest_tree_leaves")
 
 
-def _leaf_bytes(size):
+def _cuda_pieces_function() -> Optional[Callable[..., int]]:
+    """rv_cuda_digest_tree_leaves_of_pieces, or None."""
+    return _cuda_function("rv_cuda_digest_tree_leaves_of_pieces")
+
+
+def _leaf_bytes(size: int) -> int:
     """The leaf digests' bytes of a tree over `size` bytes: 16 a 4 KiB leaf."""
     return 16 * (-(-size // TREE_LEAF_BYTES))
 
 
-def _leaf_destination(device, size, arenas):
+def _leaf_destination(device: torch.device, size: int, arenas: Optional[ArenaSlots]
+                      ) -> Tuple[int, Optional[torch.Tensor], Tuple[Optional[LeafArena], int]]:
     """Where the leaves of a tree over `size` bytes go: (device address, their own tensor or
     None, (arena, offset) or (None, 0)), in the step's arena when `arenas` (Trail._arena_slot)
     has room, else in a tensor of their own."""
@@ -223,7 +216,8 @@ def _leaf_destination(device, size, arenas):
     return arena.base + at + 8, None, slot
 
 
-def tree_digest_cuda_pieces(tensors, function, arenas=None):
+def tree_digest_cuda_pieces(tensors: Sequence[torch.Tensor], function: Callable[..., int],
+                            arenas: Optional[ArenaSlots] = None) -> Optional[PendingTree]:
     """The tree of the concatenation of CUDA tensors of one dtype on one device, read in place
     (no concatenated copy): a PendingTree, as tree_digest_cuda of torch.cat of their flattened
     values would give; None where a tensor's bytes are not 4-byte words at a 4-byte aligned
@@ -247,7 +241,8 @@ def tree_digest_cuda_pieces(tensors, function, arenas=None):
     return PendingTree(size, leaves, flats, *slot)
 
 
-def tree_digest_cuda(tensor, function, arenas=None):
+def tree_digest_cuda(tensor: torch.Tensor, function: Callable[..., int],
+                     arenas: Optional[ArenaSlots] = None) -> Digest:
     """Enqueues the leaves of a CUDA tensor's tree on its current stream (no copy of the
     tensor leaves the device); a PendingTree, or the host reference's digest where the
     tensor's bytes are not 4-byte words at a 4-byte aligned address."""
@@ -265,42 +260,29 @@ def tree_digest_cuda(tensor, function, arenas=None):
     return PendingTree(size, leaves, None, *slot)
 
 
-def _side_future(device):
+def _side_future(device: torch.device) -> torch.futures.Future[torch.Tensor]:
     """The future the trail hands DDP for a bucket hashed on `device`: CUDA-aware, so that
     completing it with the side stream current records its event there."""
     return torch.futures.Future(devices=[device])
 
 
-def finish_trees(digests):
+def finish_trees(digests: List[Digest]) -> List[bytes]:
     """The list with every PendingTree replaced by its 16-byte root: one device-to-host copy
     of all their leaf digests, the roots hashed on the host."""
     pending = [d for d in digests if isinstance(d, PendingTree)]
-    if not pending:
-        return digests
-    host = torch.cat([p.leaves for p in pending]).cpu()
-    raw = ctypes.string_at(host.data_ptr(), host.numel()) if host.numel() else b""
-    roots, at = {}, 0
-    for p in pending:
-        count = p.leaves.numel()
-        roots[id(p)] = digest_bytes(p.size.to_bytes(8, "little") + raw[at:at + count])
-        at += count
+    roots: Dict[int, bytes] = {}
+    if pending:
+        host = torch.cat([p.own_leaves() for p in pending]).cpu()
+        raw = ctypes.string_at(host.data_ptr(), host.numel()) if host.numel() else b""
+        at = 0
+        for p in pending:
+            count = p.own_leaves().numel()
+            roots[id(p)] = digest_bytes(p.size.to_bytes(8, "little") + raw[at:at + count])
+            at += count
     return [roots[id(d)] if isinstance(d, PendingTree) else d for d in digests]
 
 
-def chain_next(head, body):
-    """The head after appending the record `body` (its JSON text without "chain"):
-    XXH3-128 of the previous head's 32 hex digits followed by the body's bytes."""
-    return digest_bytes(head.encode() + body.encode()).hex()
-
-
-def chained_line(head, record):
-    """(line, new head): the record's compact JSON with its "chain" appended last."""
-    body = json.dumps(record, separators=(",", ":"))
-    chain = chain_next(head, body)
-    return body[:-1] + f',"chain":"{chain}"}}', chain
-
-
-def hook_name(hook):
+def hook_name(hook: Callable[..., Any]) -> str:
     return f"{getattr(hook, '__module__', '?')}.{getattr(hook, '__qualname__', repr(hook))}"
 
 
@@ -309,8 +291,9 @@ class Trail:
     writes. `digest="auto"` digests CPU tensors with the full XXH3-128 and CUDA tensors with
     the digest tree; "flat" or "tree" forces one kind for every tensor."""
 
-    def __init__(self, path, process_group=None, digest="auto", optimizer_state=False,
-                 writer=0):
+    def __init__(self, path: Union[str, "os.PathLike[str]"],
+                 process_group: Optional[dist.ProcessGroup] = None, digest: str = "auto",
+                 optimizer_state: bool = False, writer: int = 0):
         if digest not in ("auto", "flat", "tree"):
             raise InputError(f"digest {digest!r} is not one of auto, flat, tree")
         self.path = pathlib.Path(path)
@@ -318,40 +301,42 @@ class Trail:
         self.digest = digest
         self.optimizer_state = optimizer_state
         self.writer = writer
-        self.head = GENESIS
+        self._chain = ChainWriter(self.path)  # the head and record count, on every rank
         self.step = 0
-        self.records = 0
-        self.hooks = []
-        self._kind = None
+        self.hooks: List[str] = []
+        self._kind: Optional[str] = None
         self._lock = threading.Lock()
-        self._buckets = {}  # bucket index → [numel, input digest, result digest]
-        self._file = None
-        self._cuda_leaves = None  # the C ABI's leaf kernel, False where there is none
-        self._cuda_pieces = None  # its kernel over pieces, False where there is none
-        self._pending = None  # the last step, while its GPU digests are still on their way
-        self._cuda_streams = {}  # device → (side stream, copy stream)
-        self._gather_group = None  # a Gloo group beside an NCCL one, for the digests
-        self._hasher = None  # the worker thread that hashes a deferred step's roots
-        self._guarded_optimizers = {}  # id → weakref of the optimizers whose step waits
-        self._side_of = {}  # device → its side stream or None (_side_stream)
-        self._arenas = {}  # device → this step's LeafArena
-        self._arena_demand = {}  # device → leaf bytes (with size slots) this step asked for
-        self._arena_sizes = {}  # device → the capacity of the next step's arena
+        # bucket index → (numel, input digest, result digest)
+        self._buckets: Dict[int, Tuple[int, Digest, Digest]] = {}
+        # The last step, while its GPU digests are still on their way.
+        self._pending: Optional[_StepDigests] = None
+        self._cuda_streams: Dict[torch.device, Tuple[Any, Any]] = {}  # (side, copy) streams
+        # A Gloo group beside an NCCL one, for the digests (False: torch has no Gloo).
+        self._gather_group: Union[None, Literal[False], dist.ProcessGroup] = None
+        # The worker thread that hashes a deferred step's roots.
+        self._hasher: Optional[concurrent.futures.ThreadPoolExecutor] = None
+        self._guarded_optimizers: Dict[int, Any] = {}  # id → weakref of a guarded optimizer
+        self._side_of: Dict[torch.device, Any] = {}  # device → its side stream or None
+        self._arenas: Dict[torch.device, LeafArena] = {}  # this step's arenas
+        self._arena_demand: Dict[torch.device, int] = {}  # leaf bytes this step asked for
+        self._arena_sizes: Dict[torch.device, int] = {}  # the next step's arenas' capacity
 
     # --- the hooks ---------------------------------------------------------------------
-    def wrap(self, hook, name=None):
+    def wrap(self, hook: Hook, name: Optional[str] = None) -> Hook:
         """A DDP communication hook that runs `hook` and records the bucket's input digest
         (before the hook, which may change the buffer in place) and its result's digest."""
         self.hooks.append(name or hook_name(hook))
 
-        def trail_hook(state, bucket):
+        # The annotations are DDP's: register_comm_hook compares them with dist.GradBucket and
+        # torch.futures.Future[torch.Tensor].
+        def trail_hook(state: Any, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
             buffer = bucket.buffer()
             index = bucket.index()
             side = self._side_stream(buffer)
             if side is None:
                 input_digest = self._digest(buffer)
 
-                def after(done):
+                def after(done: torch.futures.Future[Any]) -> torch.Tensor:
                     value = done.value()
                     result = value[0] if isinstance(value, (list, tuple)) else value
                     self._record_bucket(index, buffer, input_digest, self._digest(result))
@@ -379,7 +364,7 @@ class Trail:
             # would otherwise run this callback on the compute stream).
             reduced = _side_future(buffer.device)
 
-            def after_on_side(done):
+            def after_on_side(done: torch.futures.Future[Any]) -> None:
                 try:
                     value = done.value()
                     result = value[0] if isinstance(value, (list, tuple)) else value
@@ -387,10 +372,11 @@ class Trail:
                     # future) and the hook's own work on the side stream.
                     side.wait_stream(torch.cuda.current_stream(result.device))
                     with torch.cuda.stream(side):
-                        self._record_bucket(index, buffer, input_digest, self._digest(result))
+                        self._record_bucket(index, buffer, input_digest,
+                                            self._digest(result))
                         reduced.set_result(result)  # its event is recorded on the side stream
                 except Exception as error:  # DDP's wait raises it
-                    reduced.set_exception(error)
+                    reduced.set_exception(error)  # type: ignore[arg-type]  # torch stub: T
 
             future.then(after_on_side)
             return reduced
@@ -398,24 +384,25 @@ class Trail:
         trail_hook.__name__ = trail_hook.__qualname__ = f"trail({self.hooks[-1]})"
         return trail_hook
 
-    def _record_bucket(self, index, buffer, input_digest, result_digest):
+    def _record_bucket(self, index: int, buffer: torch.Tensor, input_digest: Digest,
+                       result_digest: Digest) -> None:
         with self._lock:
-            self._buckets[index] = [buffer.numel(), input_digest, result_digest]
+            self._buckets[index] = (buffer.numel(), input_digest, result_digest)
 
-    def _digest(self, tensor):
+    def _digest(self, tensor: torch.Tensor) -> Digest:
         """16 bytes, or a PendingTree whose leaves are on their way to the host (CUDA
         tensors, tree digest)."""
         kind = self._kind_for(tensor)
         if kind == KIND_FLAT:
             return flat_digest(tensor)
         if tensor.device.type == "cuda":
-            if self._cuda_leaves is None:
-                self._cuda_leaves = _cuda_leaf_function() or False
-            if self._cuda_leaves:
-                return tree_digest_cuda(tensor, self._cuda_leaves, self._arena_slot)
+            leaves = _cuda_leaf_function()
+            if leaves is not None:
+                return tree_digest_cuda(tensor, leaves, self._arena_slot)
         return tree_digest(tensor)
 
-    def _arena_slot(self, device, leaf_bytes):
+    def _arena_slot(self, device: torch.device,
+                    leaf_bytes: int) -> Optional[Tuple[LeafArena, int]]:
         """(arena, offset) for a tree's size slot and leaves in this step's arena on `device`,
         or None (the first step, or a step that outgrew the last one's: its own tensor)."""
         with self._lock:
@@ -429,7 +416,7 @@ class Trail:
             at = arena.take(leaf_bytes)
             return None if at is None else (arena, at)
 
-    def _close_arenas(self):
+    def _close_arenas(self) -> None:
         """Ends this step's arenas (their trees keep them until their roots are hashed) and
         sizes the next step's from what this one asked for."""
         with self._lock:
@@ -438,16 +425,17 @@ class Trail:
                 self._arena_sizes[device] = max(self._arena_sizes.get(device, 0), wanted)
             self._arenas, self._arena_demand = {}, {}
 
-    def _queue_copies(self, digests):
+    def _queue_copies(self, digests: List[Digest]) -> None:
         """Queues the copy of the step's pending trees to the host: one StepCopy a device."""
-        by_device = {}
+        by_device: Dict[torch.device, List[PendingTree]] = {}
         for d in digests:
             if isinstance(d, PendingTree):
                 by_device.setdefault(d.device, []).append(d)
         for device, trees in by_device.items():
             StepCopy(trees, self._streams(device))
 
-    def _streams(self, device):
+    def _streams(self, device: torch.device
+                 ) -> Tuple["torch.cuda.Stream", "torch.cuda.Stream"]:
         """(side, copy): the trail's two CUDA streams on `device`, made on first use."""
         with self._lock:
             streams = self._cuda_streams.get(device)
@@ -456,7 +444,7 @@ class Trail:
                 self._cuda_streams[device] = streams
             return streams
 
-    def _side_stream(self, buffer):
+    def _side_stream(self, buffer: torch.Tensor) -> Optional["torch.cuda.Stream"]:
         """The side stream for a bucket hashed on a GPU, else None; decided once a device (the
         kind, once chosen, does not change)."""
         device = buffer.device
@@ -464,13 +452,11 @@ class Trail:
             return self._side_of[device]
         side = None
         if device.type == "cuda" and self._kind_for(buffer) == KIND_TREE:
-            if self._cuda_leaves is None:
-                self._cuda_leaves = _cuda_leaf_function() or False
-            side = self._streams(device)[0] if self._cuda_leaves else None
+            side = self._streams(device)[0] if _cuda_leaf_function() is not None else None
         self._side_of[device] = side
         return side
 
-    def _kind_for(self, tensor):
+    def _kind_for(self, tensor: torch.Tensor) -> str:
         if self.digest == "flat":
             kind = KIND_FLAT
         elif self.digest == "tree":
@@ -485,7 +471,8 @@ class Trail:
         return kind
 
     # --- the step ----------------------------------------------------------------------
-    def end_step(self, parameters, optimizer=None):
+    def end_step(self, parameters: Iterable[torch.Tensor],
+                 optimizer: Optional[torch.optim.Optimizer] = None) -> None:
         """After the optimizer step, on every rank: digests the parameters (and the optimizer
         state), gathers every rank's digests (two all_gathers of fixed-size records) and
         appends the step's record (rank 0). Where digests are computed on a GPU, the record is
@@ -521,7 +508,8 @@ class Trail:
             self._write(step)
         self.step += 1
 
-    def _parameter_digests(self, parameters, optimizer):
+    def _parameter_digests(self, parameters: List[torch.Tensor],
+                           optimizer: Optional[torch.optim.Optimizer]) -> List[Digest]:
         digests = [self._digest_many(parameters)]
         if self.optimizer_state and optimizer is not None:
             digests.append(self._digest_many(_optimizer_tensors(optimizer), parameters))
@@ -529,7 +517,9 @@ class Trail:
             digests.append(bytes(16))
         return digests
 
-    def _parameter_stream(self, parameters, optimizer):
+    def _parameter_stream(self, parameters: List[torch.Tensor],
+                          optimizer: Optional[torch.optim.Optimizer]
+                          ) -> Optional["torch.cuda.Stream"]:
         """The side stream where the parameters (and the optimizer's state) may be hashed
         beside the next step's forward pass, else None (the compute stream): only on one GPU,
         with the tree kind, and with an optimizer whose step can be made to wait for the side
@@ -544,7 +534,7 @@ class Trail:
         if guarded is None or guarded() is not optimizer:
             trail = weakref.ref(self)
 
-            def wait_for_side(opt, args, kwargs):
+            def wait_for_side(opt: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
                 owner = trail()
                 if owner is not None:
                     owner._wait_for_side_streams()
@@ -552,7 +542,7 @@ class Trail:
             self._guarded_optimizers[id(optimizer)] = weakref.ref(optimizer)
         return self._streams(device)[0]
 
-    def _wait_for_side_streams(self):
+    def _wait_for_side_streams(self) -> None:
         """Every device's current stream waits for the trail's side stream there (enqueued:
         the host does not wait)."""
         with self._lock:
@@ -560,19 +550,19 @@ class Trail:
         for device, (side, _) in streams:
             torch.cuda.current_stream(device).wait_stream(side)
 
-    def _worker(self):
+    def _worker(self) -> concurrent.futures.ThreadPoolExecutor:
         if self._hasher is None:
             self._hasher = concurrent.futures.ThreadPoolExecutor(
                 max_workers=1, thread_name_prefix="reduce-verify-trail")
         return self._hasher
 
-    def _flush(self):
+    def _flush(self) -> None:
         """Writes the step whose GPU digests were still pending."""
         pending, self._pending = self._pending, None
         if pending is not None:
             self._write(pending)
 
-    def _write(self, step):
+    def _write(self, step: "_StepDigests") -> None:
         digests = step.finish()
         own = bytearray(digests[0] + digests[1])
         for b, (index, numel) in enumerate(step.buckets):
@@ -580,7 +570,7 @@ class Trail:
             own += digests[2 + 2 * b] + digests[3 + 2 * b]
         gathered = self._gather(bytes(own), len(step.buckets), step.step)
         world = len(gathered)
-        record = {"step": step.step, "buckets": []}
+        record: Dict[str, Any] = {"step": step.step, "buckets": []}
         for b, (index, numel) in enumerate(step.buckets):
             at = 32 + 48 * b
             rows = [g[at:at + 48] for g in gathered]
@@ -598,7 +588,8 @@ class Trail:
             self._append(self._header(world, step.parameters, step.step))
         self._append(record)
 
-    def _digest_many(self, tensors, like=None):
+    def _digest_many(self, tensors: List[torch.Tensor],
+                     like: Optional[List[torch.Tensor]] = None) -> Digest:
         """The digest of the concatenation of `tensors` (flattened): on a GPU with the tree
         kind, read in place as pieces where they share a dtype and device; otherwise of their
         torch.cat (float32 where the dtypes differ from `like`'s, as the optimizer's state)."""
@@ -610,10 +601,9 @@ class Trail:
         if like is not None:
             same = same and first.dtype == torch.float32 and first.device == like[0].device
         if same and first.device.type == "cuda" and self._kind_for(first) == KIND_TREE:
-            if self._cuda_pieces is None:
-                self._cuda_pieces = _cuda_pieces_function() or False
-            if self._cuda_pieces:
-                pending = tree_digest_cuda_pieces(tensors, self._cuda_pieces, self._arena_slot)
+            pieces = _cuda_pieces_function()
+            if pieces is not None:
+                pending = tree_digest_cuda_pieces(tensors, pieces, self._arena_slot)
                 if pending is not None:
                     return pending
         if like is not None:
@@ -621,7 +611,7 @@ class Trail:
             tensors = [t.reshape(-1).to(device=device, dtype=torch.float32) for t in tensors]
         return self._digest(torch.cat([t.reshape(-1) for t in tensors]))
 
-    def _gather(self, own, bucket_count, step):
+    def _gather(self, own: bytes, bucket_count: int, step: int) -> List[bytes]:
         if not _distributed(self.process_group):
             return [own]  # a world of one gathers its own record: no collective
         group = self._gather_group_for(self.process_group)
@@ -629,11 +619,11 @@ class Trail:
         if dist.get_backend(group) == "nccl":
             device = torch.device("cuda", torch.cuda.current_device())
         world = dist.get_world_size(group)
-        counts = [torch.zeros(1, dtype=torch.int64, device=device) for _ in range(world)]
+        gathered_counts = [torch.zeros(1, dtype=torch.int64, device=device) for _ in range(world)]
         _collectives.launch_and_wait(
-            dist.all_gather, counts,
+            dist.all_gather, gathered_counts,
             torch.tensor([bucket_count], dtype=torch.int64, device=device), group=group)
-        counts = [int(c.item()) for c in counts]
+        counts = [int(c.item()) for c in gathered_counts]
         if len(set(counts)) != 1:
             raise WorldDisagreement(f"step {step}: the ranks reduced {counts} buckets "
                                     "(rank by rank): every rank must run the wrapped hook")
@@ -643,7 +633,8 @@ class Trail:
         rows = [row.cpu() for row in rows]
         return [ctypes.string_at(row.data_ptr(), len(own)) for row in rows]
 
-    def _gather_group_for(self, group):
+    def _gather_group_for(self, group: Optional[dist.ProcessGroup]
+                          ) -> Optional[dist.ProcessGroup]:
         """The group the digests are gathered over: beside an NCCL world, a Gloo group of the
         same ranks, made at the first gather (every rank gathers at the same step), so that
         gathering a few hundred bytes on the host never waits for the GPU's queue (an NCCL
@@ -656,29 +647,32 @@ class Trail:
                 self._gather_group = dist.new_group(backend="gloo")
             except (RuntimeError, ValueError):
                 self._gather_group = False  # torch without Gloo: gather over NCCL
-        return self._gather_group or group
+        return group if self._gather_group is False else self._gather_group
 
-    def _header(self, world, parameters, start_step):
+    def _header(self, world: int, parameters: int, start_step: int) -> Dict[str, Any]:
         return {"trail": FORMAT, "version": VERSION, "world": world,
                 "hooks": self.hooks or ["(none wrapped)"], "digest": self._kind or KIND_FLAT,
                 "start_step": start_step, "parameters": parameters}
 
-    def _append(self, record):
-        line, self.head = chained_line(self.head, record)
-        self.records += 1
-        if self._is_writer():
-            if self._file is None:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._file = open(self.path, "a", encoding="ascii")
-            self._file.write(line + "\n")
-            self._file.flush()
+    @property
+    def head(self) -> str:
+        """The chain after the last record appended (every rank keeps it)."""
+        return self._chain.head
 
-    def _is_writer(self):
+    @property
+    def records(self) -> int:
+        """The records appended to the trail, the header included."""
+        return self._chain.records
+
+    def _append(self, record: Dict[str, Any]) -> None:
+        self._chain.append(record, write=self._is_writer())
+
+    def _is_writer(self) -> bool:
         rank = dist.get_rank(self.process_group) if dist.is_available() and \
             dist.is_initialized() else 0
         return rank == self.writer
 
-    def close(self):
+    def close(self) -> None:
         """Appends the end record (a trail without one reads as truncated or still being
         written) and closes the file. Every rank calls it (a collective on Gloo: see below)."""
         self._flush()
@@ -690,54 +684,34 @@ class Trail:
             _collectives.drain(self.process_group)
         if self.records:
             self._append({"end": True, "steps": self.step, "records": self.records})
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        self._chain.close()
         if self._hasher is not None:
             self._hasher.shutdown()
             self._hasher = None
 
     # --- checkpoints -------------------------------------------------------------------
-    def state_dict(self):
+    def state_dict(self) -> Dict[str, Any]:
         self._flush()  # the head must be this step's
         return {"format": FORMAT, "version": VERSION, "head": self.head, "step": self.step,
                 "records": self.records, "digest": self._kind}
 
-    def load_state_dict(self, state):
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
         """Continues the chain of a checkpoint: the writer cuts the file back to the record
         whose chain is the checkpoint's head (records past it belong to the lost run)."""
         if state.get("format") != FORMAT or state.get("version") != VERSION:
             raise InputError(f"not a {FORMAT} {VERSION} state: {state!r}")
-        self.head, self.step, self.records = state["head"], state["step"], state["records"]
+        self.step = state["step"]
         self._kind = state.get("digest")
         self._side_of = {}  # decided again under the checkpoint's kind
-        if self._is_writer() and self.records:
-            _cut_after_head(self.path, self.head, self.records)
+        self._chain.cut_after(state["records"], state["head"], write=self._is_writer())
 
 
-def _distributed(group):
+def _distributed(group: Optional[dist.ProcessGroup]) -> bool:
     """Whether the trail's ranks are several processes (collectives to run)."""
     return dist.is_available() and dist.is_initialized() and dist.get_world_size(group) > 1
 
 
-def _cut_after_head(path, head, records):
-    if not path.is_file():
-        raise InputError(f"{path}: no trail to resume (the checkpoint's chain head is {head})")
-    with open(path, "rb+") as trail:
-        kept = 0
-        for number in range(1, records + 1):
-            line = trail.readline()
-            if not line.endswith(b"\n"):
-                raise InputError(f"{path}: record {number} is missing or torn; the checkpoint "
-                                 f"needs {records} records")
-            kept += len(line)
-        if not line.rstrip(b"\n").endswith(f'"chain":"{head}"}}'.encode()):
-            raise InputError(f"{path}:{records}: its chain is not the checkpoint's head {head}: "
-                             "the trail is not this run's")
-        trail.truncate(kept)
-
-
-def _optimizer_tensors(optimizer):
+def _optimizer_tensors(optimizer: torch.optim.Optimizer) -> List[torch.Tensor]:
     """The optimizer state's tensors, in the order of state_dict()."""
     state = optimizer.state_dict()["state"]
     return [value.detach() for key in sorted(state)
@@ -750,20 +724,23 @@ class _StepDigests:
     roots are hashed on the trail's worker thread (start), beside the next step's host work:
     the wait for the copy and XXH3 over the leaves (a few MB a step) release the GIL."""
 
-    def __init__(self, step, buckets, digests, parameters, optimizer):
+    def __init__(self, step: int, buckets: List[Tuple[int, int]], digests: List[Digest],
+                 parameters: int, optimizer: bool):
         self.step, self.buckets, self.digests = step, buckets, digests
         self.parameters, self.optimizer = parameters, optimizer
         self.deferred = any(isinstance(d, PendingTree) for d in digests)
-        self._roots = None  # the worker's Future of the finished digests
+        # The worker's Future of the finished digests.
+        self._roots: Optional[concurrent.futures.Future[List[bytes]]] = None
 
-    def start(self, worker):
+    def start(self, worker: concurrent.futures.ThreadPoolExecutor) -> None:
         self._roots = worker.submit(self._finished)
 
-    def _finished(self):
+    def _finished(self) -> List[bytes]:
         return [d.root() if isinstance(d, PendingTree) else d for d in self.digests]
 
-    def finish(self):
+    def finish(self) -> List[bytes]:
         """The 16-byte digests, waiting for the copies (or the worker) where not done yet."""
-        self.digests = self._roots.result() if self._roots is not None else self._finished()
+        finished = self._roots.result() if self._roots is not None else self._finished()
         self._roots = None
-        return self.digests
+        self.digests = list(finished)
+        return finished

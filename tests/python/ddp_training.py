@@ -63,7 +63,10 @@ def train_one(config, rank, world, directory):
                                           steps=[config["record_step"]])
     if config["hook"] != "default":
         hook = fixed_order_hook if config["hook"] == "fixed-order" else exact_hook
-        ddp.register_comm_hook(HookState(op="mean", recorder=recorder), hook)
+        if config.get("record_by") == "wrap":  # the Recorder wraps the hook
+            ddp.register_comm_hook(HookState(op="mean"), recorder.wrap(hook))
+        else:  # or rides in the hook's state
+            ddp.register_comm_hook(HookState(op="mean", recorder=recorder), hook)
     optimizer = torch.optim.SGD(ddp.parameters(), lr=LEARNING_RATE)
     for step in range(STEPS):
         x, y = batch(step, data_rank_of(rank, world, config))

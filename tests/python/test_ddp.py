@@ -34,6 +34,7 @@ CONFIGS = [
     # name, hook, bucket_cap_mb, gradient_as_bucket_view, permute_data, record_step
     ("fixed-25", "fixed-order", 25, False, False, None),
     ("fixed-tiny-view", "fixed-order", TINY, True, False, 1),
+    ("fixed-tiny-view-wrap", "fixed-order", TINY, True, False, 1),  # recorder.wrap(hook)
     ("fixed-tiny", "fixed-order", TINY, False, False, None),
     ("exact-25", "exact", 25, False, False, None),
     ("exact-tiny-view", "exact", TINY, True, False, 1),
@@ -44,7 +45,11 @@ CONFIGS = [
     ("default-permuted", "default", 25, False, True, None),
 ]
 CONFIGS = [dict(zip(("name", "hook", "bucket_cap_mb", "gradient_as_bucket_view", "permute_data",
-                     "record_step"), row)) for row in CONFIGS]
+                     "record_step"), row), record_by="wrap" if row[0].endswith("-wrap") else
+               "state") for row in CONFIGS]
+RECORDED = ("fixed-tiny-view", "fixed-tiny-view-wrap", "exact-tiny-view")
+FIXED_25, EXACT_25 = (next(c for c in CONFIGS if c["name"] == name)
+                      for name in ("fixed-25", "exact-25"))
 TOOL = os.environ.get("REDUCE_VERIFY", "reduce-verify")
 if os.sep in TOOL:
     TOOL = os.path.abspath(TOOL)  # the replays run in the recording's folder
@@ -92,12 +97,12 @@ class DdpWorlds(unittest.TestCase):
         return {name: per_rank[0][name]["digest"] for name in names}
 
     def test_fixed_order_is_invariant_and_equals_the_replay(self):
-        names = ["fixed-25", "fixed-tiny-view", "fixed-tiny"]
+        names = ["fixed-25", "fixed-tiny-view", "fixed-tiny-view-wrap", "fixed-tiny"]
         for world_size, labels in ((2, ["w2"]), (4, ["w4", "w4-reversed"])):
             seen = {}
             for label in labels:
                 seen.update({(label, k): v for k, v in self.digests(label, names).items()})
-            replay = ddp_training.replay_training(CONFIGS[0], world_size)
+            replay = ddp_training.replay_training(FIXED_25, world_size)
             self.assertEqual(set(seen.values()), {replay}, f"W={world_size}: {seen}")
 
     def test_exact_is_invariant_even_under_swapped_data(self):
@@ -106,15 +111,15 @@ class DdpWorlds(unittest.TestCase):
             seen = {}
             for label in labels:
                 seen.update({(label, k): v for k, v in self.digests(label, names).items()})
-            replay = ddp_training.replay_training(CONFIGS[3], world_size)
+            replay = ddp_training.replay_training(EXACT_25, world_size)
             self.assertEqual(set(seen.values()), {replay}, f"W={world_size}: {seen}")
 
     def test_fixed_order_follows_the_rank_order_of_its_addends(self):
         # The property the contract states, shown failing where it must: a fixed-order replay
         # with the ranks' data swapped adds in another order, so its bits differ (W = 4).
-        swapped = dict(CONFIGS[0], permute_data=True)
+        swapped = dict(FIXED_25, permute_data=True)
         self.assertNotEqual(ddp_training.replay_training(swapped, 4),
-                            ddp_training.replay_training(CONFIGS[0], 4))
+                            ddp_training.replay_training(FIXED_25, 4))
 
     def test_default_hook_digests_are_reported(self):
         names = ["default-25", "default-tiny", "default-tiny-view", "default-permuted"]
@@ -126,10 +131,23 @@ class DdpWorlds(unittest.TestCase):
             for name, value in digests.items():
                 print(f"  {value}  {name}", file=sys.stderr)
 
+    def test_a_recorder_wrapping_the_hook_records_what_one_in_its_state_does(self):
+        # Recorder.wrap(hook) and HookState(recorder=...) are one mechanism: the same buckets,
+        # files and digests from the same training.
+        fields = ("step", "bucket", "world", "count", "dtype", "contract", "op", "inputs",
+                  "input_digests", "result_digest")
+        for label, (_, root, _) in self.worlds.items():
+            by_state, by_wrap = (
+                [{k: e[k] for k in fields} for e in reduce_verify.read_manifest(
+                    root / f"recording-{name}")]
+                for name in ("fixed-tiny-view", "fixed-tiny-view-wrap"))
+            self.assertGreater(len(by_state), 1)
+            self.assertEqual(by_wrap, by_state, label)
+
     def test_recordings_replay_through_the_tool(self):
         ran = 0
         for label, (world, root, per_rank) in self.worlds.items():
-            for name in ("fixed-tiny-view", "exact-tiny-view"):
+            for name in RECORDED:
                 folder = root / f"recording-{name}"
                 entries = reduce_verify.read_manifest(folder)
                 self.assertGreater(len(entries), 1, "the tiny bucket cap gives several buckets")
@@ -142,6 +160,9 @@ class DdpWorlds(unittest.TestCase):
                 for entry in entries:
                     self.assertEqual(entry["world"], world)
                     self.assertEqual(entry["step"], 1)
+                    # The ranks' own gradients (each trains on its own batch), not the result.
+                    self.assertEqual(len(set(entry["input_digests"])), world)
+                    self.assertNotIn(entry["result_digest"], entry["input_digests"])
                     contract = [] if entry["contract"] == "fixed-order" else ["--contract",
                                                                               "exact"]
                     files = entry["inputs"]
@@ -167,11 +188,11 @@ class DdpWorlds(unittest.TestCase):
                                  entry["result_digest"])
                 ran += 1
         if os.environ.get("REDUCE_VERIFY_HAS_GLOO") != "0":
-            self.assertEqual(ran, 6)
+            self.assertEqual(ran, 3 * len(RECORDED))
 
     def test_recordings_verify_themselves_through_replay(self):
         for label, (world, root, _) in self.worlds.items():
-            for name in ("fixed-tiny-view", "exact-tiny-view"):
+            for name in RECORDED:
                 folder = root / f"recording-{name}"
                 entries = reduce_verify.read_manifest(folder)
                 done = subprocess.run([TOOL, "replay", str(folder)], capture_output=True,

@@ -61,8 +61,7 @@ def train_one(config, rank, world, directory):
                           "trail": trail.state_dict()}
             checkpoint = {k: _copied(v) for k, v in checkpoint.items()}
             _step(ddp, optimizer, trail, model, config, step, rank, world)  # lost in the crash
-            if trail._file is not None:
-                trail._file.close()  # the crash: no end record
+            del trail  # the crash: no end record, nothing more written
             dist.barrier()
             model, ddp, optimizer = _trained_ddp(config, checkpoint["model"])
             optimizer.load_state_dict(checkpoint["optimizer"])

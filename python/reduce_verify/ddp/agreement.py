@@ -11,7 +11,7 @@ long to learn that."""
 
 import datetime
 import time
-from typing import List
+from typing import Any, Dict, List, NoReturn, Optional
 
 import torch
 import torch.distributed as dist
@@ -27,8 +27,9 @@ OP_CODES = {"sum": 0, "mean": 1}
 DTYPE_CODES = {"f32": 0, "bf16": 1, "f16": 2}  # the C ABI's rv_dtype
 
 
-def agree(group, device, contract, op, world, length, index, step, recording, timeout,
-          dtype=0):
+def agree(group: Optional[dist.ProcessGroup], device: torch.device, contract: str, op: str,
+          world: int, length: int, index: int, step: int, recording: bool, timeout: float,
+          dtype: int = 0) -> None:
     """Raises WorldDisagreement unless every rank's record is this one; dtype is the
     bucket's rv_dtype."""
     record = [_MAGIC, CONTRACT_CODES[contract], OP_CODES[op], world, length, index, step,
@@ -48,7 +49,7 @@ def describe(table: List[List[int]], index: int, step: int) -> str:
     differences = []
     differing_fields = set()
     for field, name in enumerate(FIELDS):
-        holders = {}
+        holders: Dict[Any, List[int]] = {}
         for rank, row in enumerate(table):
             holders.setdefault(_spell(name, row[field]), []).append(rank)
         if len(holders) > 1:
@@ -67,7 +68,7 @@ def describe(table: List[List[int]], index: int, step: int) -> str:
             + ", ".join(differences))
 
 
-def _wait(work, device, timeout, index, step):
+def _wait(work: Any, device: torch.device, timeout: float, index: int, step: int) -> None:
     """Waits for the agreement's gather, at most `timeout` seconds."""
     if device.type == "cuda":
         # A CUDA work's wait() only orders streams; is_completed() asks the device.
@@ -88,7 +89,8 @@ def _wait(work, device, timeout, index, step):
         raise
 
 
-def _timed_out(timeout, index, step, cause=None):
+def _timed_out(timeout: float, index: int, step: int,
+               cause: Optional[BaseException] = None) -> NoReturn:
     raise WorldTimeout(
         f"the ranks' agreement on bucket {index} of step {step} did not complete within the "
         f"hook's deadline of {timeout:g} s (HookState(agreement_timeout=...)): a rank is not "
@@ -97,7 +99,7 @@ def _timed_out(timeout, index, step, cause=None):
         "after this: let the process exit") from cause
 
 
-def _spell(field, value):
+def _spell(field: str, value: int) -> Any:
     for name, codes in (("contract", CONTRACT_CODES), ("op", OP_CODES), ("dtype", DTYPE_CODES)):
         if field == name:
             return next((k for k, v in codes.items() if v == value), value)

@@ -31,37 +31,38 @@ each bucket's exchange and gather, and the future the hook returns is already co
 the end of _reduce_bucket for why)."""
 
 import warnings
-from typing import Callable, Optional
+from typing import Any, Callable, Dict, Optional
 
 import torch
 import torch.distributed as dist
 
 from .. import _collectives, _library
 from ..errors import InputError, ReduceVerifyError, Unsupported
-from ..tensors import SUPPORTED, DTYPES, check_reducible, digest, reduce_stacked_into
+from ..tensors import SUPPORTED, DTYPES, check_reducible, reduce_stacked_into
 from .agreement import agree
-from .state import HookState
+from .state import HookState, resolve_state
 
-_default_state = None
-
-
-Hook = Callable[[Optional[HookState], "dist.GradBucket"], torch.futures.Future[torch.Tensor]]
+Hook = Callable[[Optional[HookState], dist.GradBucket], torch.futures.Future[torch.Tensor]]
 
 
-def fixed_order_hook(state: Optional[HookState], bucket) -> torch.futures.Future[torch.Tensor]:
+# The annotations are DDP's: register_comm_hook compares them with dist.GradBucket and
+# torch.futures.Future[torch.Tensor].
+def fixed_order_hook(state: Optional[HookState],
+                     bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
     """DDP communication hook: the bucket's all-reduce under the fixed-order contract."""
-    return _hook(state, bucket, "fixed-order")
+    return _hook(state, bucket, "fixed-order", fixed_order_hook)
 
 
-def exact_hook(state: Optional[HookState], bucket) -> torch.futures.Future[torch.Tensor]:
+def exact_hook(state: Optional[HookState],
+               bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
     """DDP communication hook: the bucket's all-reduce under the exact contract (each element
     the correctly rounded sum, or mean, of its W addends: bits independent even of which rank
     holds which addend). On a GPU the shard's exact reduction is one kernel on the current
     stream: nothing waits for the device."""
-    return _hook(state, bucket, "exact")
+    return _hook(state, bucket, "exact", exact_hook)
 
 
-HOOKS = {fixed_order_hook: "fixed-order", exact_hook: "exact"}
+HOOKS: Dict[Hook, str] = {fixed_order_hook: "fixed-order", exact_hook: "exact"}
 
 
 def register(model: torch.nn.parallel.DistributedDataParallel, hook: Hook = fixed_order_hook,
@@ -71,16 +72,18 @@ def register(model: torch.nn.parallel.DistributedDataParallel, hook: Hook = fixe
     inside the first backward pass (where torch turns it into a RuntimeError): every
     parameter that needs a gradient float32, bfloat16 or float16 (DDP buckets each dtype
     apart), all on one cpu or cuda device, a library built
-    with CUDA for cuda, a HookState, an initialised process group. With a Recorder it also
-    counts forward passes, to warn when steps are not what the recorder counts (gradient
-    accumulation). Returns the state."""
+    with CUDA for cuda, a HookState, an initialised process group. `hook` is
+    fixed_order_hook, exact_hook, or either wrapped by a Recorder (Recorder.wrap). With a
+    Recorder (wrapping the hook, or in the state) it also counts forward passes, to warn when
+    steps are not what the recorder counts (gradient accumulation). Returns the state."""
     if not isinstance(model, torch.nn.parallel.DistributedDataParallel):
         raise InputError(f"the model is a {type(model).__name__}; register the hook on the "
                          "torch.nn.parallel.DistributedDataParallel that wraps it")
-    if hook not in HOOKS:
+    if getattr(hook, "__wrapped__", hook) not in HOOKS:
         raise InputError(f"hook {getattr(hook, '__name__', hook)!r} is neither "
-                         "reduce_verify.ddp.fixed_order_hook nor exact_hook")
-    state = HookState() if state is None else _state_of(state)
+                         "reduce_verify.ddp.fixed_order_hook nor exact_hook (nor one of them "
+                         "wrapped by Recorder.wrap)")
+    state = HookState() if state is None else resolve_state(state)
     if not dist.is_initialized():
         raise InputError("torch.distributed has no process group: call "
                          "dist.init_process_group(...) before wrapping the model in DDP")
@@ -102,17 +105,23 @@ def register(model: torch.nn.parallel.DistributedDataParallel, hook: Hook = fixe
             raise Unsupported(f"the parameters are on {device}, but this libreduce_verify_c.so "
                               f"was built without CUDA ({_library.library_info()})")
     model.register_comm_hook(state, hook)
-    if state.recorder is not None:
+    if state.recorder is not None or getattr(hook, "recorder", None) is not None:
+        state._counts_forwards = True
         model.register_forward_pre_hook(lambda module, inputs: _count_forward(state))
     return state
 
 
-def _count_forward(state):
+def _count_forward(state: HookState) -> None:
     state._forwards += 1
 
 
-def _hook(state, bucket, contract):
-    state = _state_of(state)
+def _hook(state: Optional[HookState], bucket: dist.GradBucket, contract: str,
+          hook: Hook) -> torch.futures.Future[torch.Tensor]:
+    state = resolve_state(state)
+    if state.recorder is not None and state.recording is None:
+        # HookState(recorder=...): the call goes through the recorder's wrapper, which
+        # sets state.recording and calls this hook again.
+        return state.recorder.wrap(hook)(state, bucket)
     try:
         return _reduce_bucket(state, bucket, contract)
     except ReduceVerifyError as error:
@@ -120,19 +129,8 @@ def _hook(state, bucket, contract):
         raise
 
 
-def _state_of(state):
-    global _default_state
-    if state is None:
-        if _default_state is None:
-            _default_state = HookState()
-        return _default_state
-    if not isinstance(state, HookState):
-        raise InputError(f"the hook's state is a {type(state).__name__}; pass "
-                         "reduce_verify.ddp.HookState(...) (or None for the default group, mean)")
-    return state
-
-
-def _check_bucket(bucket, buffer, index, with_gradients):
+def _check_bucket(bucket: dist.GradBucket, buffer: torch.Tensor, index: int,
+                  with_gradients: bool) -> None:
     """`buffer` is a tensor of a supported dtype (check_reducible ran first)."""
     # The gradients' devices cost a Python tensor per parameter to read (about 1 µs each), and
     # DDP fixes each bucket's parameters, on one device, when it rebuilds its buckets after
@@ -159,36 +157,18 @@ def shard_length(n: int, world: int) -> int:
     return s if world == 1 else -(-s // 4) * 4
 
 
-def _wire(tensor):
-    """What a collective moves for `tensor`: float32 as it is; bfloat16 and float16 as their
-    bytes (a view), since Gloo has no bfloat16 and a byte copy is all the exchange does."""
-    return tensor if tensor.dtype == torch.float32 else tensor.view(torch.uint8)
-
-
-def _all_gather_rows(table, row, group):
-    """Gathers every rank's `row` into the rows of `table` (W × s), as bytes."""
-    table, row = _wire(table), _wire(row)
-    if table.is_cuda and hasattr(dist, "all_gather_into_tensor"):
-        return _collectives.launch(dist.all_gather_into_tensor, table.view(-1), row,
-                                   group=group)
-    # Gloo has no all_gather_into_tensor: the list form writes each row in place.
-    return _collectives.launch(dist.all_gather, list(table.unbind(0)), row, group=group)
-
-
-def _reduce_bucket(state, bucket, contract):
-    state = _state_of(state)
+def _reduce_bucket(state: HookState, bucket: dist.GradBucket,
+                   contract: str) -> torch.futures.Future[torch.Tensor]:
     group = state.group()
     buffer = bucket.buffer()
     index = bucket.index()
     check_reducible(buffer, f"bucket {index}")
     dtype = buffer.dtype
     step = state.step
-    recorder = state.recorder
-    recording = recorder is not None and recorder._wants(step)
+    recording = bool(state.recording)  # a Recorder's wrapper records this bucket
     checking = state.needs_agreement(buffer.device, recording)
     _check_bucket(bucket, buffer, index, with_gradients=checking)
     world = dist.get_world_size(group)
-    rank = dist.get_rank(group)
     n = buffer.numel()
     if bucket.is_last():
         _step_done(state, step)
@@ -197,18 +177,12 @@ def _reduce_bucket(state, bucket, contract):
         agree(group, buffer.device, contract, state.op, world, n, index, step, recording,
               state.agreement_timeout, DTYPES[dtype][0])
 
-    inputs = None
-    if recording:  # every rank's addends, before anything is overwritten
-        inputs = torch.empty((world, n), dtype=dtype, device=buffer.device)
-        _all_gather_rows(inputs, buffer, group).wait()
-        own_input_digest = digest(buffer)
-
-    if world == 1 and not recording:
+    if world == 1:
         # A world of one: the exchange and the gather are the identity, so the bucket is
         # reduced in place (the law still applied to its one addend, as the contract rounds
         # it) and no collective moves it.
         reduce_stacked_into(buffer, 1, n, n, state.op, contract, buffer)
-        done = torch.futures.Future()
+        done: torch.futures.Future[torch.Tensor] = torch.futures.Future()
         done.set_result(buffer)
         return done
 
@@ -220,8 +194,8 @@ def _reduce_bucket(state, bucket, contract):
         send = torch.zeros(padded, dtype=dtype, device=buffer.device)
         send[:n].copy_(buffer)
     table = torch.empty((world, s), dtype=dtype, device=buffer.device)
-    _collectives.launch(dist.all_to_all_single, _wire(table.view(-1)), _wire(send),
-                        group=group).wait()
+    _collectives.launch(dist.all_to_all_single, _collectives.wire(table.view(-1)),
+                        _collectives.wire(send), group=group).wait()
 
     # The fold writes the reduced shard over row 0 (an in-place fold into slot 0).
     reduced = table[0]
@@ -229,25 +203,17 @@ def _reduce_bucket(state, bucket, contract):
 
     gathered = buffer.view(world, s) if padded == n else torch.empty(
         (world, s), dtype=dtype, device=buffer.device)
-    gather = _all_gather_rows(gathered, reduced, group)
+    gather = _collectives.all_gather_rows(gathered, reduced, group)
 
-    def finish():
+    def finish() -> torch.Tensor:
         if padded != n:
             buffer.copy_(gathered.view(-1)[:n])
-        if recording:
-            recorder._capture(step=step, bucket=index, rank=rank, world=world, op=state.op,
-                              contract=contract, inputs=inputs,
-                              own_input_digest=own_input_digest, result=buffer)
         return buffer
 
     if _collectives.completes_at_launch(group):
-        def after_gather(future):
+        def after_gather(future: torch.futures.Future[Any]) -> torch.Tensor:
             future.wait()  # raises a failed gather's error here
-            try:
-                return finish()
-            except ReduceVerifyError as error:
-                state.error = error
-                raise
+            return finish()
         return gather.get_future().then(after_gather)
     # Elsewhere (Gloo) the work's future is completed by one of the process group's worker
     # threads, which would run a Python callback there: that thread then needs the GIL, and
@@ -261,10 +227,9 @@ def _reduce_bucket(state, bucket, contract):
     return done
 
 
-def _step_done(state, step):
+def _step_done(state: HookState, step: int) -> None:
     state.step = step + 1
-    if state.recorder is not None:
-        state.recorder._saw_step(step)
+    if state._counts_forwards:
         if state._forwards > 1 and not state._accumulation_warned:
             state._accumulation_warned = True
             warnings.warn(
