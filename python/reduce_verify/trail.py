@@ -306,8 +306,8 @@ class Trail:
         self.hooks: List[str] = []
         self._kind: Optional[str] = None
         self._lock = threading.Lock()
-        # bucket index → (numel, input digest, result digest)
-        self._buckets: Dict[int, Tuple[int, Digest, Digest]] = {}
+        # bucket index → (numel, input digest, result digest, its parameters' ids in order)
+        self._buckets: Dict[int, Tuple[int, Digest, Digest, Tuple[int, ...]]] = {}
         # The last step, while its GPU digests are still on their way.
         self._pending: Optional[_StepDigests] = None
         self._cuda_streams: Dict[torch.device, Tuple[Any, Any]] = {}  # (side, copy) streams
@@ -332,6 +332,9 @@ class Trail:
         def trail_hook(state: Any, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
             buffer = bucket.buffer()
             index = bucket.index()
+            # Which parameters, in which order (1-5 µs a bucket): DDP's first iteration and its
+            # rebuilt buckets can hold the same count in another order (the record's "layout").
+            order = tuple(id(p) for p in bucket.parameters())
             side = self._side_stream(buffer)
             if side is None:
                 input_digest = self._digest(buffer)
@@ -339,7 +342,8 @@ class Trail:
                 def after(done: torch.futures.Future[Any]) -> torch.Tensor:
                     value = done.value()
                     result = value[0] if isinstance(value, (list, tuple)) else value
-                    self._record_bucket(index, buffer, input_digest, self._digest(result))
+                    self._record_bucket(index, buffer, input_digest, self._digest(result),
+                                        order)
                     return result
 
                 # A future still running (torch's allreduce_hook on Gloo) is waited for here,
@@ -373,7 +377,7 @@ class Trail:
                     side.wait_stream(torch.cuda.current_stream(result.device))
                     with torch.cuda.stream(side):
                         self._record_bucket(index, buffer, input_digest,
-                                            self._digest(result))
+                                            self._digest(result), order)
                         reduced.set_result(result)  # its event is recorded on the side stream
                 except Exception as error:  # DDP's wait raises it
                     reduced.set_exception(error)  # type: ignore[arg-type]  # torch stub: T
@@ -385,9 +389,9 @@ class Trail:
         return trail_hook
 
     def _record_bucket(self, index: int, buffer: torch.Tensor, input_digest: Digest,
-                       result_digest: Digest) -> None:
+                       result_digest: Digest, order: Tuple[int, ...]) -> None:
         with self._lock:
-            self._buckets[index] = (buffer.numel(), input_digest, result_digest)
+            self._buckets[index] = (buffer.numel(), input_digest, result_digest, order)
 
     def _digest(self, tensor: torch.Tensor) -> Digest:
         """16 bytes, or a PendingTree whose leaves are on their way to the host (CUDA
@@ -482,7 +486,9 @@ class Trail:
         beside the next forward pass, and the optimizer's next step waits for that (a step
         pre-hook): code that writes parameters outside the optimizer before its next step
         passes no optimizer here (docs/DESIGN.md §12, Streams)."""
-        parameters = [p.detach() for p in parameters]
+        given = list(parameters)
+        position = {id(p): i for i, p in enumerate(given)}
+        parameters = [p.detach() for p in given]
         side = self._parameter_stream(parameters, optimizer)
         if side is None:
             digests = self._parameter_digests(parameters, optimizer)
@@ -492,11 +498,12 @@ class Trail:
                 digests = self._parameter_digests(parameters, optimizer)
         with self._lock:
             buckets, self._buckets = sorted(self._buckets.items()), {}
-        for _, (_, input_digest, result_digest) in buckets:
+        for _, (_, input_digest, result_digest, _) in buckets:
             digests += [input_digest, result_digest]
         self._close_arenas()
         self._queue_copies(digests)
-        step = _StepDigests(self.step, [(index, numel) for index, (numel, _, _) in buckets],
+        step = _StepDigests(self.step, [(index, numel, _layout(order, position))
+                                        for index, (numel, _, _, order) in buckets],
                             digests, sum(p.numel() for p in parameters),
                             self.optimizer_state and optimizer is not None)
         if step.deferred:
@@ -564,23 +571,24 @@ class Trail:
 
     def _write(self, step: "_StepDigests") -> None:
         digests = step.finish()
+        # Each rank sends its two parameter digests, then per bucket 56 bytes: index, numel,
+        # layout (8 bytes each), input digest, result digest.
         own = bytearray(digests[0] + digests[1])
-        for b, (index, numel) in enumerate(step.buckets):
-            own += index.to_bytes(8, "little") + numel.to_bytes(8, "little")
+        for b, (index, numel, layout) in enumerate(step.buckets):
+            own += index.to_bytes(8, "little") + numel.to_bytes(8, "little") + layout
             own += digests[2 + 2 * b] + digests[3 + 2 * b]
         gathered = self._gather(bytes(own), len(step.buckets), step.step)
         world = len(gathered)
         record: Dict[str, Any] = {"step": step.step, "buckets": []}
-        for b, (index, numel) in enumerate(step.buckets):
-            at = 32 + 48 * b
-            rows = [g[at:at + 48] for g in gathered]
-            layouts = {row[:16] for row in rows}
-            if len(layouts) != 1:
+        for b, (index, numel, layout) in enumerate(step.buckets):
+            at = 32 + 56 * b
+            rows = [g[at:at + 56] for g in gathered]
+            if len({row[:24] for row in rows}) != 1:
                 raise WorldDisagreement(f"step {step.step}: the ranks' bucket {b} differ in "
-                                        "index or size: not one DDP world?")
-            record["buckets"].append({"index": index, "numel": numel,
-                                      "inputs": [row[16:32].hex() for row in rows],
-                                      "results": [row[32:48].hex() for row in rows]})
+                                        "index, size or parameters: not one DDP world?")
+            record["buckets"].append({"index": index, "numel": numel, "layout": layout.hex(),
+                                      "inputs": [row[24:40].hex() for row in rows],
+                                      "results": [row[40:56].hex() for row in rows]})
         record["params"] = [g[:16].hex() for g in gathered]
         if step.optimizer:
             record["optimizer"] = [g[16:32].hex() for g in gathered]
@@ -706,6 +714,16 @@ class Trail:
         self._chain.cut_after(state["records"], state["head"], write=self._is_writer())
 
 
+def _layout(order: Tuple[int, ...], position: Dict[int, int]) -> bytes:
+    """A bucket's "layout", 8 bytes: the first 8 of XXH3-128 over the positions, among the
+    parameters end_step() was given (u32 little-endian; 0xffffffff for one not among them),
+    of the bucket's parameters in the bucket's order. A resumed run's model lists its
+    parameters as the first run's did, so equal layouts are the same parameters in the same
+    order."""
+    indices = b"".join(position.get(i, 0xFFFFFFFF).to_bytes(4, "little") for i in order)
+    return digest_bytes(indices)[:8]
+
+
 def _distributed(group: Optional[dist.ProcessGroup]) -> bool:
     """Whether the trail's ranks are several processes (collectives to run)."""
     return dist.is_available() and dist.is_initialized() and dist.get_world_size(group) > 1
@@ -724,7 +742,7 @@ class _StepDigests:
     roots are hashed on the trail's worker thread (start), beside the next step's host work:
     the wait for the copy and XXH3 over the leaves (a few MB a step) release the GIL."""
 
-    def __init__(self, step: int, buckets: List[Tuple[int, int]], digests: List[Digest],
+    def __init__(self, step: int, buckets: List[Tuple[int, int, bytes]], digests: List[Digest],
                  parameters: int, optimizer: bool):
         self.step, self.buckets, self.digests = step, buckets, digests
         self.parameters, self.optimizer = parameters, optimizer
