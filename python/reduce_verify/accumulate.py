@@ -28,8 +28,7 @@ import hashlib
 import os
 import pathlib
 import weakref
-from typing import (Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple,
-                    Union)
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
 
 import torch
 import torch.distributed as dist

@@ -31,6 +31,7 @@ import torch
 import torch.distributed as dist
 
 from . import _collectives, _library
+# The chain's names, also as trail.* (tests and the format's readers of the package use them).
 from ._chain import CHAIN_SUFFIX_LENGTH, GENESIS, ChainWriter, chain_next, chained_line  # noqa: F401
 from .errors import InputError, InternalError, WorldDisagreement
 from .tensors import digest_at, digest_bytes, flat_digest as _flat_digest, host_bytes
