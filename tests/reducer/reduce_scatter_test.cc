@@ -262,9 +262,16 @@ class ReduceScatterOverTransport
 
 TEST_P(ReduceScatterOverTransport, EveryShardIsTheAllReducesSlice) {
   const auto [transport, w] = GetParam();
+  // Gloo's worlds of 5 to 8 take the order-sensitive and the special distributions only (every
+  // distribution there cost 80 s of the 2-core CI): the dataflow is the in-process world's,
+  // which takes them all, and Gloo only moves the bytes.
+  const bool trimmed = to_string(transport) == "gloo" && w >= 5;
   std::vector<ScatterCase> cases;
   for (const std::size_t n : counts_for(w)) {
-    for (auto& c : cases_for(w, n)) cases.push_back(std::move(c));
+    auto more = trimmed ? cases_for(w, n, {DType::kF32, DType::kBF16, DType::kF16},
+                                    {Distribution::kCancel, Distribution::kSpecial})
+                        : cases_for(w, n);
+    for (auto& c : more) cases.push_back(std::move(c));
   }
   const auto results =
       scatter_on_every_rank(transport, w, cases, FixedOrderOptions::for_device(host_fold_device()),
@@ -299,12 +306,13 @@ INSTANTIATE_TEST_SUITE_P(
 
 class ReduceScatterTest : public ::testing::TestWithParam<WorldTransport> {};
 
-// n = 2^20 + 3 (not a multiple of W, several 16 MiB-free shards of a million elements): the
-// default options, f32 and bf16, the order-sensitive and the special values.
+// n = 2^20 + 3 (not a multiple of W, shards of a third of a million elements): the default
+// options, f32 and bf16, the special values (W = 8 and the cancelling distribution too took
+// 50 s a transport in the 2-core CI; the smaller worlds above take every distribution).
 TEST_P(ReduceScatterTest, AMillionElementsNotAMultipleOfW) {
-  for (const std::uint32_t w : {3u, 8u}) {
+  for (const std::uint32_t w : {3u}) {
     const auto cases = cases_for(w, (std::size_t{1} << 20) + 3, {DType::kF32, DType::kBF16},
-                                 {Distribution::kCancel, Distribution::kSpecial});
+                                 {Distribution::kSpecial});
     const auto results = scatter_on_every_rank(GetParam(), w, cases,
                                                FixedOrderOptions::for_device(host_fold_device()),
                                                ExactOptions::for_device(host_exact_device()));
