@@ -757,7 +757,7 @@ namespace detail {
 
 // staged-s4x2: the shape with the highest worst case over W = 2 … 16, every layout, sum and
 // mean, at 16 Mi and 128 Mi elements on an H100 (bench/results/cuda-half-shapes-h100-c951f9c.json:
-// 0.64 and 0.74 of a D2D copy, against one-unit's 0.37 and 0.43); every shape gives the same
+// 0.64 and 0.73 of a D2D copy, against one-unit's 0.37 and 0.43); every shape gives the same
 // bits (gpu_half_stacked_kernel_test). f16 worlds past 2^13 still take one-unit (below).
 HalfExactShape default_half_exact_shape(std::uint32_t /*world*/) {
   return HalfExactShape::kStaged4x2;
