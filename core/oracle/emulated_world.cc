@@ -177,9 +177,9 @@ std::vector<float> EmulatedWorld::owner_table(const std::vector<std::vector<floa
   return stacked;
 }
 
-std::vector<std::vector<float>> EmulatedWorld::reduce_scatter(
-    const std::vector<std::vector<float>>& arenas, Op op, const DeliveryOrders& delivery,
-    DType dtype, std::optional<std::size_t> shard_size) const {
+std::vector<std::vector<float>> EmulatedWorld::scatter_to_owners(
+    const std::vector<std::vector<float>>& arenas, const DeliveryOrders& delivery,
+    std::optional<std::size_t> shard_size, const TableReduction& reduce_table) const {
   const std::size_t n = check_world_input(arenas, world_, delivery);
   const std::vector<Shard> plan = padded_shard_plan(n, world_, shard_size);
   std::vector<std::vector<float>> shards(world_);
@@ -188,27 +188,28 @@ std::vector<std::vector<float>> EmulatedWorld::reduce_scatter(
     const std::vector<float> stacked =
         owner_table(arenas, delivery, owner, shard.begin, shard.count);
     shards[owner].resize(shard.count);
-    fold_stacked(stacked.data(), world_, shard.count, shard.count, op, shards[owner].data());
-    round_to_dtype_in_place(shards[owner].data(), shard.count, dtype);
+    reduce_table(stacked.data(), shard.count, shards[owner].data());
   }
   return shards;
+}
+
+std::vector<std::vector<float>> EmulatedWorld::reduce_scatter(
+    const std::vector<std::vector<float>>& arenas, Op op, const DeliveryOrders& delivery,
+    DType dtype, std::optional<std::size_t> shard_size) const {
+  return scatter_to_owners(arenas, delivery, shard_size,
+                           [&](const float* table, std::size_t count, float* shard) {
+                             fold_stacked(table, world_, count, count, op, shard);
+                             round_to_dtype_in_place(shard, count, dtype);
+                           });
 }
 
 std::vector<std::vector<float>> EmulatedWorld::reduce_scatter_exact(
     const std::vector<std::vector<float>>& arenas, Op op, const DeliveryOrders& delivery,
     DType dtype, std::optional<std::size_t> shard_size) const {
-  const std::size_t n = check_world_input(arenas, world_, delivery);
-  const std::vector<Shard> plan = padded_shard_plan(n, world_, shard_size);
-  std::vector<std::vector<float>> shards(world_);
-  for (std::uint32_t owner = 0; owner < world_; ++owner) {
-    const Shard shard = plan[owner];
-    const std::vector<float> stacked =
-        owner_table(arenas, delivery, owner, shard.begin, shard.count);
-    shards[owner].resize(shard.count);
-    exact_reduce_stacked(stacked.data(), world_, shard.count, shard.count, op, shards[owner].data(),
-                         dtype);
-  }
-  return shards;
+  return scatter_to_owners(arenas, delivery, shard_size,
+                           [&](const float* table, std::size_t count, float* shard) {
+                             exact_reduce_stacked(table, world_, count, count, op, shard, dtype);
+                           });
 }
 
 }  // namespace rv

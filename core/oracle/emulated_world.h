@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -66,6 +67,12 @@ class EmulatedWorld {
   std::vector<float> owner_table(const std::vector<std::vector<float>>& arenas,
                                  const DeliveryOrders& delivery, std::uint32_t owner,
                                  std::size_t begin, std::size_t count) const;
+  // The reduce-scatter's dataflow, each owner's table reduced by `reduce_table(table, count,
+  // shard)` (the contract's reduction of a W × count table into `shard`).
+  using TableReduction = std::function<void(const float*, std::size_t, float*)>;
+  std::vector<std::vector<float>> scatter_to_owners(
+      const std::vector<std::vector<float>>& arenas, const DeliveryOrders& delivery,
+      std::optional<std::size_t> shard_size, const TableReduction& reduce_table) const;
 
   std::uint32_t world_;
 };
