@@ -24,7 +24,7 @@ try:  # the standalone package first (what CI installs), then the unified one
     import pytorch_lightning as pl
 except ImportError:  # pragma: no cover - depends on the installation
     try:
-        import lightning.pytorch as pl
+        import lightning.pytorch as pl  # type: ignore[no-redef]
     except ImportError as error:
         raise ImportError("reduce_verify.lightning needs pytorch_lightning (or lightning) "
                           "installed") from error
@@ -171,11 +171,19 @@ class ExactAccumulation(pl.Callback):
         if self._seed_handle is not None:
             self._seed_handle.remove()
             self._seed_handle = None
-        self.accumulator.add()
+        self._fitting().add()
 
     def on_before_optimizer_step(self, trainer: "pl.Trainer", pl_module: "pl.LightningModule",
                                  optimizer) -> None:
-        self.micro_batches = self.accumulator.reduce()
+        self.micro_batches = self._fitting().reduce()
+
+    def _fitting(self) -> ExactGradAccumulator:
+        """The accumulator on_fit_start made; InputError outside a fit (a Trainer that skipped
+        on_fit_start, or a callback reused after teardown)."""
+        if self.accumulator is None:
+            raise InputError("ExactAccumulation: no accumulator: the Trainer did not start "
+                             "fitting with this callback (on_fit_start did not run)")
+        return self.accumulator
 
     def teardown(self, trainer: "pl.Trainer", pl_module: "pl.LightningModule",
                  stage: str) -> None:
