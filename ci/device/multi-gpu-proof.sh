@@ -21,7 +21,7 @@
 #      compared with golden/boxes/cpu-gloo-half.json
 #   6. exact gradient accumulation over NCCL, W x K = 1 x 8, 2 x 4, 4 x 2, 8 x 1 (the W that
 #      fit): one final parameter digest (tests/python/accumulate_nccl_worlds.py)
-# NOT RUN YET: no machine with several GPUs has been lent (see docs/results.md).
+# NOT RUN YET: nothing has run on several GPUs so far (see docs/results.md).
 #   usage (device machine, repository root): bash ci/device/multi-gpu-proof.sh
 #   RV_DEVICE_BUDGET (default 540 s): the steps stop there, so the reports still come back
 #   RV_DRY_RUN=1: print each step's command instead of running it (CI checks the plan with a

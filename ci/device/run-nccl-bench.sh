@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The NCCL benchmark (fixed-order vs ncclAllReduce, 8 B .. 1 GiB) on a machine with two or
 # more GPUs: W rank processes on this host, one GPU each, under each NCCL library.
-# Not run yet: the lent machines with several GPUs are withheld so far.
+# Not run yet: nothing has run on several GPUs so far.
 #   usage (device machine, repository root):  bash ci/device/run-nccl-bench.sh [W]
 #   W defaults to the number of GPUs; $OUT gets one JSON per library and the logs' archive.
 set -uo pipefail

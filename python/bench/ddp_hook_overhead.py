@@ -1,6 +1,6 @@
 """What reduce_verify's DDP hooks cost on a GPU, and whether their bits are the CPU's.
 
-On one CUDA device (the lent H200), with the device's own torch (2.x):
+On one CUDA device (an H200 or H100), with the device's own torch (2.x):
 
 1. Logical-rank replay: the real gradients of a ~100 M-parameter MLP for W logical ranks
    (W different batches) stacked on the GPU and reduced there by the C ABI's CUDA fold and
