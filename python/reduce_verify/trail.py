@@ -321,11 +321,15 @@ class Trail:
         self._arenas: Dict[torch.device, LeafArena] = {}  # this step's arenas
         self._arena_demand: Dict[torch.device, int] = {}  # leaf bytes this step asked for
         self._arena_sizes: Dict[torch.device, int] = {}  # the next step's arenas' capacity
+        # Bucket parameter orders (ids) → their layouts; emptied by wrap(), since a new DDP's
+        # parameters may reuse a freed model's ids.
+        self._layouts: Dict[Tuple[int, ...], bytes] = {}
 
     # --- the hooks ---------------------------------------------------------------------
     def wrap(self, hook: Hook, name: Optional[str] = None) -> Hook:
         """A DDP communication hook that runs `hook` and records the bucket's input digest
         (before the hook, which may change the buffer in place) and its result's digest."""
+        self._layouts.clear()
         self.hooks.append(name or hook_name(hook))
 
         # The annotations are DDP's: register_comm_hook compares them with dist.GradBucket and
@@ -476,6 +480,15 @@ class Trail:
         return kind
 
     # --- the step ----------------------------------------------------------------------
+    def _layout(self, order: Tuple[int, ...], given: List[torch.Tensor]) -> bytes:
+        """The bucket's layout, computed once per parameter order: DDP keeps a bucket's order
+        from its rebuild on, so later steps look it up instead of mapping every parameter."""
+        layout = self._layouts.get(order)
+        if layout is None:
+            layout = _layout_of(order, {id(p): i for i, p in enumerate(given)})
+            self._layouts[order] = layout
+        return layout
+
     def end_step(self, parameters: Iterable[torch.Tensor],
                  optimizer: Optional[torch.optim.Optimizer] = None) -> None:
         """After the optimizer step, on every rank: digests the parameters (and the optimizer
@@ -488,7 +501,6 @@ class Trail:
         pre-hook): code that writes parameters outside the optimizer before its next step
         passes no optimizer here (docs/DESIGN.md §12, Streams)."""
         given = list(parameters)
-        position = {id(p): i for i, p in enumerate(given)}
         parameters = [p.detach() for p in given]
         side = self._parameter_stream(parameters, optimizer)
         if side is None:
@@ -503,7 +515,7 @@ class Trail:
             digests += [input_digest, result_digest]
         self._close_arenas()
         self._queue_copies(digests)
-        step = _StepDigests(self.step, [(index, numel, _layout(order, position))
+        step = _StepDigests(self.step, [(index, numel, self._layout(order, given))
                                         for index, (numel, _, _, order) in buckets],
                             digests, sum(p.numel() for p in parameters),
                             self.optimizer_state and optimizer is not None)
@@ -715,7 +727,7 @@ class Trail:
         self._chain.cut_after(state["records"], state["head"], write=self._is_writer())
 
 
-def _layout(order: Tuple[int, ...], position: Dict[int, int]) -> bytes:
+def _layout_of(order: Tuple[int, ...], position: Dict[int, int]) -> bytes:
     """A bucket's "layout", 8 bytes: the first 8 of XXH3-128 over the positions, among the
     parameters end_step() was given (u32 little-endian; 0xffffffff for one not among them),
     of the bucket's parameters in the bucket's order. A resumed run's model lists its
