@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The bf16/f16 proof on one GPU (issue 19), in ONE device call, from the bundle
+# The bf16/f16 proof on one GPU (issue 19), in one run, from the bundle
 # ci/device/build-bundle.sh staged in build-device/ and a CPU report made beforehand:
 #   1. the GPU tests of the half-precision pieces (native 2-byte kernels, the CUDA exact
 #      rounding to a half dtype, cuda-loopback with halves, the C ABI's dtype entry points)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 5 in one device call, on a machine with two or more GPUs (nvidia-h200-x2/-x4/-x8),
+# Issue 5 in one run, on a machine with two or more GPUs (two to eight H100s or H200s),
 # from the bundle ci/device/build-bundle.sh stages in build-device/:
 #   1. run --transport nccl over the committed suite, every W from 2 to the GPU count, all
 #      three contracts (exact through ncclAllReduce ncclInt64), under each NCCL library;
@@ -23,7 +23,7 @@
 #      fit): one final parameter digest (tests/python/accumulate_nccl_worlds.py)
 # NOT RUN YET: nothing has run on several GPUs so far (see docs/results.md).
 #   usage (device machine, repository root): bash ci/device/multi-gpu-proof.sh
-#   RV_DEVICE_BUDGET (default 540 s): the steps stop there, so the reports still come back
+#   RV_DEVICE_BUDGET (default 540 s): the steps stop there, so the reports are still written
 #   RV_DRY_RUN=1: print each step's command instead of running it (CI checks the plan with a
 #     stand-in nvidia-smi: tests/device/multi_gpu_proof_plan_test.sh)
 # With one GPU it runs the one-GPU proof (ci/device/run-on-h200.sh) and names every step above
@@ -46,7 +46,7 @@ cpu_report="$root/golden/boxes/cpu-amd-epyc-2core-gloo.json"
 declare -A nccl_dirs=([system]=/usr/lib/x86_64-linux-gnu
                       [torch]=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib)
 note() { echo "$*" | tee -a "$summary"; }
-# The whole script stays inside one device call (600 s at most): each step gets at most what
+# The whole script stays inside one run of at most 600 s: each step gets at most what
 # is left of RV_DEVICE_BUDGET, and a step with less than 20 s left is skipped and counted.
 budget=${RV_DEVICE_BUDGET:-540}
 left() { echo $((budget - SECONDS - 20)); }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The exact gradient accumulator on a GPU machine (docs/DESIGN.md §11), in one device call,
+# The exact gradient accumulator on a GPU machine (docs/DESIGN.md §11), in one run,
 # from the repository root with build-device/ (ci/device/build-bundle.sh) and the machine's
 # own python3 and torch 2.x:
 #   1. gpu_accumulator_test (worlds of GPU and host ranks against the straight reference);

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The PyTorch hooks (issue 11) on one GPU, or with --processes W on an NCCL world of W GPUs,
-# in one device call: python/bench/ddp_hook_overhead.py with the device's own python3 and
+# in one run: python/bench/ddp_hook_overhead.py with the device's own python3 and
 # torch 2.x, over a libreduce_verify_c.so built with CUDA on the build machine and carried
 # along. It writes $OUT/ddp-hook-overhead.json and a log.
 #   on the build machine:  ci/device/build-bundle.sh (stages build-device/lib/libreduce_verify_c.so)
 #                          or BUILD_DIR=build-python ./ci/build.sh -DCMAKE_CUDA_ARCHITECTURES=90
-#   device call:           run(command="bash ci/device/run-ddp-hook-bench.sh",
-#                              carry=["build-device"])
+#   on the GPU machine:    bash ci/device/run-ddp-hook-bench.sh, from the repository root
+#                          with build-device/ copied beside it
 #   LIB, TOOL    override the library and the CLI (default: build-python's, else build/'s, else
 #                the bundle's; the bundle's build-device/bin/reduce-verify for the CLI)
 #   extra arguments go to the Python script (e.g. --batches 1024 --rounds 3, or

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The exact contract's GPU kernels alone, in one short device call: their tests (bit for bit
+# The exact contract's GPU kernels alone, in one short run: their tests (bit for bit
 # against host_exact.cc) and their benchmark (copy_fraction against cudaMemcpy D2D), from the
 # bundle ci/device/build-bundle.sh staged in build-device/. Results under $OUT.
 #   usage (device machine, repository root):  bash ci/device/run-exact-kernels.sh

@@ -40,7 +40,7 @@ for key in system torch; do
   cat "$work/nccl-bench-W$world-$key-rank0.log"
   ((rc == 0)) || failed=$((failed + 1))
 done
-# At most 8 files come back from a device call: the rank logs travel as one archive.
+# The rank logs go into one archive, so $OUT holds a few files.
 tar -czf "$out/nccl-bench-logs.tar.gz" -C "$work" .
 # Both libraries ran whatever happened; the exit status says whether either failed.
 exit $((failed > 0))

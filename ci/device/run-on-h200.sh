@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Everything the GPU proof needs, in ONE device call (device time is scarce), on a machine
+# Everything the GPU proof needs, in one run (kept short), on a machine
 # with one NVIDIA GPU, from the bundle ci/device/build-bundle.sh staged in build-device/:
 #   1. the machine: GPU, driver, NCCL libraries present
 #   2. the gpu tests, once under each NCCL library (LD_LIBRARY_PATH picks it), into tests.log
@@ -35,7 +35,7 @@ declare -A nccl_dirs=(
 nccl_order=(system torch)
 
 note() { echo "$*" | tee -a "$summary"; }
-# The whole script stays inside one device call's limit: a step gets at most what is left.
+# The whole script stays inside one run's limit: a step gets at most what is left.
 budget=${RV_DEVICE_BUDGET:-450}
 # step NAME SECONDS LOG command...: runs one step with a time limit, records its status.
 step() {
@@ -169,7 +169,7 @@ else
 fi
 
 tar -czf "$out/reports.tar.gz" -C "$work" reports
-# The fold benchmark's medians: the table the device call's reply shows last.
+# The fold benchmark's medians: the last table of the summary.
 python3 - "$out/cuda-fold-h200.json" <<'EOF' | tee -a "$summary"
 import json, sys
 try:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The audit trail on a GPU machine (docs/DESIGN.md §12), in one device call, from the
+# The audit trail on a GPU machine (docs/DESIGN.md §12), in one run, from the
 # repository root with build-device/ (ci/device/build-bundle.sh) and the machine's own python3
 # and torch 2.x:
 #   1. digest_tree_cuda_test: the leaves kernel (one tensor and pieces) against the host

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The wave's cost targets on one GPU in one device call (issues 18 and 20), from the
+# The wave's cost targets on one GPU in one run (issues 18 and 20), from the
 # repository root with build-device/ (ci/device/build-bundle.sh) and the machine's python3:
 #   1. gpu_accumulator_test, gpu_capi_dtype_test, digest_tree_cuda_test, the accumulator's
 #      benchmark (a copy's fraction), tests/python/test_accumulate_gpu.py and
@@ -71,7 +71,7 @@ if [[ -n "${TRAIL_AB:-}" ]]; then
     done
   done
 fi
-# The device's reply brings back a limited number of files: the profile tables as one.
+# The profile tables go into one file, so $OUT holds a few files.
 if [[ -d "$out/profile" ]]; then
   cat "$out"/profile/*.txt "$out"/trail-profile-*.txt >"$out/profiles.txt" 2>/dev/null
   rm -f "$out"/trail-profile-*.txt

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # This wave's GPU checks (issues 36 and 37) on one GPU, from the repository root with
 # build-device/ (ci/device/build-bundle.sh) and the machine's python3 (torch 2.x, CUDA), in
-# two parts so that each fits one device call:
+# two parts so that each fits one run of at most 600 s:
 #   PART=tests (default)
 #     1. every GPU test of the bundle: the half kernels' every shape against the host law
 #        (the −0 of the exact two-units shape, issue 37), the C ABI's half entry points and the
