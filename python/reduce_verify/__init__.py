@@ -8,12 +8,15 @@
   against their manifest and reduces again (Recorder.wrap(hook), or HookState(recorder=...));
 - Trail: an always-on digest trail of a DDP run (Trail.wrap(hook)), for `reduce-verify audit`;
 - ExactGradAccumulator: exact gradient accumulation over micro-batches and ranks;
+- fsdp.register(model, contract): FSDP2's reduce-scatter under a contract, exact accumulation;
+- clip_grad_norm_: gradient clipping by the exact global norm (plain, DDP and FSDP gradients);
 - tool_path(): the reduce-verify binary the wheel carries (also `python -m reduce_verify`).
 
 The package reaches the core through libreduce_verify_c.so's C ABI (ctypes) only."""
 
-from . import ddp
+from . import ddp, fsdp
 from .accumulate import ExactGradAccumulator
+from .clip import clip_grad_norm_
 from ._library import built_with_cuda, library_info, library_path
 from .errors import (InputError, InternalError, LibraryNotFound, ReduceVerifyError,
                      RuntimeFailure, Unsupported, WorldDisagreement, WorldTimeout)
@@ -27,6 +30,7 @@ __version__ = "0.1.0"
 __all__ = [
     "ExactGradAccumulator", "InputError", "InternalError", "LibraryNotFound", "Recorder",
     "ReduceVerifyError", "RuntimeFailure", "Trail", "Unsupported", "WorldDisagreement",
-    "WorldTimeout", "built_with_cuda", "ddp", "digest", "library_info", "library_path",
+    "WorldTimeout", "built_with_cuda", "clip_grad_norm_", "ddp", "digest", "fsdp",
+    "library_info", "library_path",
     "read_manifest", "reduce", "tool_path",
 ]

@@ -1,0 +1,330 @@
+"""FSDP2's reduce-scatter under the fixed-order or the exact contract, and exact accumulation of
+micro-batches into each rank's shard (docs/fsdp.md; docs/DESIGN.md §2.6, §11).
+
+    reduction = reduce_verify.fsdp.register(model, contract="exact")   # after fully_shard
+    for k, (x, y) in enumerate(my_micro_batches):                      # K on this rank
+        reduction.micro_batch(last=k == K - 1)
+        loss_fn(model(x), y).backward()
+    optimizer.step()
+
+register() gives every FSDPModule of the tree (FSDPModule.set_custom_reduce_scatter, NEEDS below)
+its own ReduceScatter. FSDP hands it each backward pass's gradients of one module as a flat
+input laid out (W, s) (row p: rank p's shard, zero padded) and an output of s elements. The data
+path is the DDP hooks' (ddp/hooks.py): all_to_all_single gives rank p the W × s table of its
+shard (row r from rank r), and the table is reduced elementwise by the stacked fold or the
+stacked exact reduction, so each shard element has the bits the all-reduce of the same contract
+gives at that index (DESIGN §2.6).
+
+Ops as FSDP passes them: AVG (the mean over W), SUM, PREMUL_SUM(1 / n) for an integer n (the
+mean over n: exact only, unless n is W or 1). Any other op is refused by name.
+
+Accumulation (exact only): between micro_batch(last=False) and the last micro-batch, every
+micro-batch's table is added, row by row, into an exact accumulator of the shard (the C ABI's
+rv_accumulator: one int64 digit an element for gradient-like data), FSDP receives zeros, and the
+last micro-batch finishes RN(Σ / M) into the shard, M the micro-batches of every rank of the
+step: the bits ExactGradAccumulator gives under DDP and one process gives for the same M
+micro-batches. A rank with fewer micro-batches (an uneven split) still runs a backward pass for
+each of FSDP's collectives, with micro_batch(..., contributes=False): its rows are not added.
+
+Before any gradient moves, the ranks all-gather a record (contract, op, W, lengths, dtype, the
+call's index, the micro-batch's place in its step) and every rank raises the same
+WorldDisagreement naming the ranks that differ; an op, dtype or mode this module does not define
+is refused after that agreement, so on every rank. Nothing falls back to FSDP's own reduction."""
+
+import ctypes
+from typing import Any, List, Optional, Tuple
+
+import torch
+import torch.distributed as dist
+
+from . import _collectives, _library
+from .ddp.agreement import _wait
+from .errors import InputError, Unsupported, WorldDisagreement
+from .tensors import DTYPES, SUPPORTED, check_raw, reduce_stacked_into
+
+CONTRACTS = ("fixed-order", "exact")
+_MAGIC = 0x52564653  # "RVFS"
+FIELDS = ("magic", "contract", "op", "divisor", "world", "input length", "output length",
+          "dtype", "call", "accumulating", "micro-batch", "last", "contributes")
+_PER_RANK = ("contributes",)  # fields that may differ between ranks (an uneven split)
+_OP_SUM, _OP_MEAN, _OP_UNDEFINED = 0, 1, -1
+_MAX_DIVISOR = 1 << 20  # the exact contract's mean (DESIGN §11)
+# The torches it was run on; older ones may have the setter too (torch 1.13 has no FSDP2).
+NEEDS = "torch 2.11 or 2.13"
+
+
+def _minimum_torch() -> Any:
+    try:
+        from torch.distributed.fsdp import FSDPModule
+    except ImportError:
+        raise Unsupported(f"reduce_verify.fsdp needs FSDP2 (torch.distributed.fsdp.FSDPModule "
+                          f"with set_custom_reduce_scatter: {NEEDS}); this is torch "
+                          f"{torch.__version__}") from None
+    if not hasattr(FSDPModule, "set_custom_reduce_scatter"):
+        raise Unsupported(f"torch {torch.__version__}'s FSDPModule has no "
+                          f"set_custom_reduce_scatter ({NEEDS})")
+    return FSDPModule
+
+
+def parse_op(op: Any, world: int) -> Tuple[int, int, str]:
+    """(op code, divisor, name) of a ReduceOp FSDP passes: AVG is a mean over W, SUM a sum,
+    PREMUL_SUM(f) a sum when f is 1 and a mean over n when f is exactly 1 / n; anything else
+    (code _OP_UNDEFINED) is refused once the ranks agreed."""
+    kind = getattr(op, "op", op)  # a ReduceOp with a factor carries its RedOpType in .op
+    factor = getattr(op, "factor", None)
+    name = str(kind).split(".")[-1]
+    if kind == dist.ReduceOp.SUM:
+        return _OP_SUM, 0, name
+    if kind == dist.ReduceOp.AVG:
+        return _OP_MEAN, world, name
+    if kind == dist.ReduceOp.PREMUL_SUM and isinstance(factor, float) and factor > 0:
+        if factor == 1.0:
+            return _OP_SUM, 0, f"PREMUL_SUM({factor!r})"
+        n = round(1.0 / factor)
+        if 1 <= n <= _MAX_DIVISOR and 1.0 / n == factor:
+            return _OP_MEAN, n, f"PREMUL_SUM({factor!r})"
+        return _OP_UNDEFINED, 0, f"PREMUL_SUM({factor!r})"
+    return _OP_UNDEFINED, 0, name if factor is None else f"{name}({factor!r})"
+
+
+class ReduceScatter:
+    """The reduce-scatter one FSDPModule calls (torch's ReduceScatter protocol: allocate and
+    __call__). Made by register(); one per module, since each holds its module's shard
+    accumulator."""
+
+    def __init__(self, contract: str, name: str, reduction: "FSDPReduction"):
+        self.contract = contract
+        self.name = name
+        self._reduction = reduction
+        self._calls = 0
+        self._accumulator: Optional[ctypes.c_void_p] = None
+        self._accumulator_shape: Tuple[int, str] = (0, "")
+        self._step_addends = 0  # rows added since the step's first micro-batch
+
+    def __del__(self) -> None:
+        if self._accumulator:
+            _library.library().rv_accumulator_destroy(self._accumulator)
+            self._accumulator = None
+
+    def allocate(self, size: Any, *, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+        return torch.empty(*size, dtype=dtype, device=device)
+
+    def __call__(self, output_tensor: torch.Tensor, input_tensor: torch.Tensor,
+                 group: dist.ProcessGroup, op: Any, async_op: bool = False) -> Any:
+        if async_op:
+            raise Unsupported(f"{self.name}: reduce_verify.fsdp reduces synchronously; FSDP "
+                              "passed async_op=True")
+        world = dist.get_world_size(group)
+        code, divisor, op_name = parse_op(op, world)
+        phase = self._reduction._phase
+        dtype = DTYPES[input_tensor.dtype][0] if input_tensor.dtype in DTYPES else -1
+        call = self._calls
+        self._calls += 1
+        record = [_MAGIC, CONTRACTS.index(self.contract), code, divisor, world,
+                  input_tensor.numel(), output_tensor.numel(), dtype, call,
+                  int(phase is not None), phase[0] if phase else 0,
+                  int(phase[1]) if phase else 0, int(phase[2]) if phase else 1]
+        rows = self._agree(record, group, input_tensor.device)
+        what = f"{self.name} (call {call})"
+        # The ranks hold the same record: what follows raises on every rank or on none.
+        if dtype < 0:
+            raise InputError(f"{what}: the gradients are {input_tensor.dtype}; the contracts "
+                             f"are defined on {SUPPORTED} only (MixedPrecisionPolicy("
+                             "reduce_dtype=...) picks the reduce dtype), nothing is converted")
+        if code == _OP_UNDEFINED:
+            raise InputError(f"{what}: ReduceOp {op_name} is not defined by reduce_verify "
+                             "(AVG, SUM, PREMUL_SUM(1 / n)); nothing falls back to FSDP's "
+                             "reduction")
+        if input_tensor.numel() != world * output_tensor.numel():
+            raise InputError(f"{what}: the input holds {input_tensor.numel()} elements, not "
+                             f"W = {world} times the output's {output_tensor.numel()}")
+        accumulating = phase is not None
+        if self.contract == "fixed-order" and code == _OP_MEAN and divisor != world:
+            raise InputError(f"{what}: {op_name} is a mean over {divisor}; fixed-order defines "
+                             f"the mean over the ranks (W = {world}) only: use the exact contract")
+        if accumulating and divisor not in (0, world):
+            raise InputError(f"{what}: {op_name} during accumulation; the accumulated mean is "
+                             "over the step's micro-batches (AVG, or SUM for the sum)")
+        for tensor, role in ((input_tensor, "input"), (output_tensor, "output")):
+            check_raw(tensor, f"{what}'s {role}")
+        s = output_tensor.numel()
+        table = torch.empty((world, s), dtype=input_tensor.dtype, device=input_tensor.device)
+        _collectives.launch(dist.all_to_all_single, _collectives.wire(table.view(-1)),
+                            _collectives.wire(input_tensor.reshape(-1)), group=group).wait()
+        if not accumulating and divisor in (0, world):
+            reduce_stacked_into(table, world, s, s, "mean" if code == _OP_MEAN else "sum",
+                                self.contract, output_tensor)
+            return None
+        contributors = [r for r, row in enumerate(rows) if row[FIELDS.index("contributes")]]
+        self._add_rows(table, contributors)
+        if phase is not None and not phase[1]:
+            output_tensor.zero_()  # FSDP adds it to the shard's gradient, set to None at last
+            return None
+        count = self._step_addends if accumulating else divisor
+        self._step_addends = 0
+        if code == _OP_MEAN and count == 0:
+            self._clear(output_tensor)
+            raise InputError(f"{what}: no rank contributed a micro-batch to this step: a mean "
+                             "over nothing")
+        self._finish(output_tensor, code, count)
+        return None
+
+    def _agree(self, record: List[int], group: dist.ProcessGroup,
+               device: torch.device) -> List[List[int]]:
+        world = dist.get_world_size(group)
+        comm_device = device if _collectives.completes_at_launch(group) else torch.device("cpu")
+        mine = torch.tensor(record, dtype=torch.int64, device=comm_device)
+        gathered = [torch.empty_like(mine) for _ in range(world)]
+        work = _collectives.launch(dist.all_gather, gathered, mine, group=group)
+        _wait(work, comm_device, self._reduction.agreement_timeout, record[8], record[8])
+        rows = [row.tolist() for row in gathered]
+        compared = [[v for f, v in zip(FIELDS, row) if f not in _PER_RANK] for row in rows]
+        if any(row != compared[0] for row in compared):
+            raise WorldDisagreement(self._describe(rows))
+        return rows
+
+    def _describe(self, rows: List[List[int]]) -> str:
+        differences = []
+        for field, name in enumerate(FIELDS):
+            if name in _PER_RANK:
+                continue
+            holders: dict = {}
+            for rank, row in enumerate(rows):
+                holders.setdefault(row[field], []).append(rank)
+            if len(holders) > 1:
+                held = "; ".join(f"rank(s) {', '.join(map(str, ranks))}: {value}"
+                                 for value, ranks in sorted(holders.items(), key=lambda h: h[1]))
+                differences.append(f"{name} ({held})")
+        return (f"the ranks disagree on the reduce-scatter of {self.name} before any gradient "
+                f"moved: {', '.join(differences)}")
+
+    def _stream(self, tensor: torch.Tensor) -> Optional[int]:
+        return torch.cuda.current_stream(tensor.device).cuda_stream if tensor.is_cuda else None
+
+    def _add_rows(self, table: torch.Tensor, contributors: List[int]) -> None:
+        lib = _library.library()
+        s = table.shape[1]
+        shape = (s, str(table.device))
+        if self._accumulator is None or self._accumulator_shape != shape:
+            if self._accumulator is not None:
+                lib.rv_accumulator_destroy(self._accumulator)
+            handle = ctypes.c_void_p()
+            device = -1
+            if table.is_cuda:
+                device = table.device.index if table.device.index is not None else \
+                    torch.cuda.current_device()
+            _library.check(lib.rv_accumulator_create(s, device, ctypes.byref(handle)))
+            self._accumulator, self._accumulator_shape = handle, shape
+        dtype = DTYPES[table.dtype][0]
+        stream = self._stream(table)
+        for r in contributors:
+            row = table[r]
+            _library.check(lib.rv_accumulator_add_dtype(self._accumulator, row.data_ptr(), 0, s,
+                                                        dtype, stream))
+            self._step_addends += 1
+        # Settles the adds (on a GPU they read the table until then).
+        _library.check(lib.rv_accumulator_end_micro_batch(self._accumulator))
+
+    def _finish(self, output: torch.Tensor, code: int, count: int) -> None:
+        lib = _library.library()
+        out = output if output.is_contiguous() else torch.empty_like(output,
+                                                                     memory_format=torch.contiguous_format)
+        c_op = _library.OP_MEAN if code == _OP_MEAN else _library.OP_SUM
+        _library.check(lib.rv_accumulator_finish_alone(
+            self._accumulator, c_op, count if code == _OP_MEAN else 0, DTYPES[output.dtype][0],
+            out.data_ptr(), self._stream(output)))
+        if out is not output:
+            output.copy_(out)
+        self._clear(output)
+
+    def _clear(self, output: torch.Tensor) -> None:
+        if self._accumulator is not None:
+            _library.check(_library.library().rv_accumulator_clear(self._accumulator,
+                                                                   self._stream(output)))
+
+
+class FSDPReduction:
+    """What register() returns: the modules' reduce-scatters, and the micro-batch phase they
+    follow."""
+
+    def __init__(self, contract: str, agreement_timeout: float):
+        self.contract = contract
+        self.agreement_timeout = agreement_timeout
+        self.comms: List[ReduceScatter] = []
+        self._parameters: List[torch.nn.Parameter] = []
+        # None: every backward pass is one reduce-scatter; else (micro-batch k of the step,
+        # last, contributes) for the next backward pass.
+        self._phase: Optional[Tuple[int, bool, bool]] = None
+        self._next_micro_batch = 0
+
+    def micro_batch(self, last: bool, contributes: bool = True) -> None:
+        """Call before each micro-batch's backward pass: its gradients are accumulated exactly
+        into every rank's shard, and the backward pass of the micro-batch with last=True (the
+        same on every rank) finishes RN(Σ / M) into the shards' gradients, M the micro-batches
+        of every rank with contributes=True. A rank without a micro-batch left runs a backward
+        pass anyway (FSDP's collectives need every rank) with contributes=False."""
+        if self.contract != "exact":
+            raise InputError(f"accumulation over micro-batches is exact only; this reduction is "
+                             f"{self.contract}")
+        self._phase = (self._next_micro_batch, bool(last), bool(contributes))
+        self._next_micro_batch += 1
+        if last:
+            # The last output is assigned, not added to the zeros of the earlier ones (0 + -0
+            # would be +0 where the exact mean is -0).
+            for p in self._parameters:
+                p.grad = None
+            self._next_micro_batch = 0
+
+    def plain(self) -> None:
+        """Back to one reduce-scatter per backward pass (the state before micro_batch())."""
+        self._phase = None
+        self._next_micro_batch = 0
+
+
+def register(model: torch.nn.Module, contract: str = "fixed-order",
+             agreement_timeout: float = 300.0) -> FSDPReduction:
+    """Gives every FSDPModule in `model` (fully_shard applied) a reduce-scatter under
+    `contract`, after checking what it will reduce: one parameter group per module (FSDP's
+    setter refuses several), parameters and reduce dtype float32, bfloat16 or float16, cpu or
+    cuda. Raises InputError naming the module or parameter; sets nothing unless every module
+    passes. Returns the FSDPReduction whose micro_batch() drives exact accumulation."""
+    fsdp_module = _minimum_torch()
+    if contract not in CONTRACTS:
+        raise InputError(f"contract {contract!r}: fixed-order or exact")
+    if not dist.is_initialized():
+        raise InputError("torch.distributed has no process group: init_process_group first")
+    modules = [(name or "<root>", m) for name, m in model.named_modules()
+               if isinstance(m, fsdp_module)]
+    if not modules:
+        raise InputError(f"{type(model).__name__} holds no FSDPModule: apply fully_shard first")
+    reduction = FSDPReduction(contract, agreement_timeout)
+    chosen = []
+    for name, module in modules:
+        groups = module._get_fsdp_state()._fsdp_param_groups
+        if len(groups) > 1:
+            raise InputError(f"FSDP module {name} has {len(groups)} parameter groups (per-"
+                             "parameter meshes): FSDP takes one custom reduce-scatter per module")
+        if not groups:
+            continue
+        group = groups[0]
+        policy = group.mp_policy
+        for fsdp_param in group.fsdp_params:
+            p = fsdp_param.sharded_param
+            where = f"parameter {fsdp_param._module_info.param_name} of FSDP module {name}"
+            reduce_dtype = policy.reduce_dtype or policy.param_dtype or p.dtype
+            for dtype, role in ((p.dtype, "is"), (reduce_dtype, "reduces in")):
+                if p.requires_grad and dtype not in DTYPES:
+                    raise InputError(f"{where} {role} {dtype}; the contracts are defined on "
+                                     f"{SUPPORTED} only, and nothing is converted silently")
+            if p.device.type not in ("cpu", "cuda"):
+                raise InputError(f"{where} is on {p.device}; cpu and cuda are supported")
+            if p.device.type == "cuda" and not _library.built_with_cuda():
+                raise Unsupported(f"{where} is on {p.device}, but this libreduce_verify_c.so "
+                                  f"was built without CUDA ({_library.library_info()})")
+            reduction._parameters.append(p)
+        chosen.append((name, module))
+    for name, module in chosen:
+        comm = ReduceScatter(contract, name, reduction)
+        module.set_custom_reduce_scatter(comm)
+        reduction.comms.append(comm)
+    return reduction
