@@ -12,7 +12,7 @@
 #      committed suite (compared with golden/boxes' H200 report; the step's seconds are in
 #      summary.txt) and over raw special-value inputs, run --transport nccl --world 1,
 #      under each NCCL
-# Logs and results go to $OUT (at most 8 files come back: keep it so). Never stops at the
+# Logs and results go to $OUT (a few files: keep it so). Never stops at the
 # first failure: every step runs, and the summary at the end says what failed.
 #   usage (device machine, repository root):  bash ci/device/run-on-h200.sh
 set -uo pipefail
