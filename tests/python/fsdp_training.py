@@ -1,0 +1,336 @@
+"""One rank of a training world for test_fsdp.py: a transformer block (1.3 M parameters,
+LayerNorm, cross-entropy, AdamW, gradient clipping at a norm that acts) trained 10 optimizer
+steps on a global batch of 8 micro-batches, as one process, DDP, ZeRO-1 or FSDP2, W ranks x K
+micro-batches each.
+
+    python fsdp_training.py FOLDER RUNS_JSON      (RANK and WORLD_SIZE in the environment)
+
+Each micro-batch is a pure function of (step, index) with a fixed size, and the kernels are
+deterministic (torch.use_deterministic_algorithms(True), one thread), so a micro-batch's gradient
+does not depend on the rank that computes it (docs/DESIGN.md §11). Runs (RUNS_JSON: a list of
+{"name", "mode", "split", "mutant"}):
+
+  single        one process: ExactGradAccumulator, reduce_verify.clip_grad_norm_;
+  ddp           DDP, every micro-batch under no_sync(), ExactGradAccumulator over the world;
+  zero1         the same with torch's ZeroRedundancyOptimizer (ZeRO-1);
+  ddp-hook      DDP with reduce_verify.ddp.exact_hook, one micro-batch a rank (K = 1);
+  zero1-hook    the same with ZeroRedundancyOptimizer;
+  fsdp          FSDP2 with reduce_verify.fsdp.register(model, "exact") and micro_batch();
+  *-default     the same model with torch's own path: float accumulation (no_sync() or
+                set_requires_gradient_sync(False)), the loss scaled by W / 8, FSDP's or DDP's
+                reduction, torch.nn.utils.clip_grad_norm_.
+
+split: the micro-batches per rank ("even": 8 / W each; or a list such as [3, 3, 2], dealt from
+a per-step shuffle). A rank with fewer micro-batches than another runs the others' extra
+backward passes with contributes=False (FSDP needs every rank in every collective).
+
+The mutants (test-only switches): "norm-float" clips by a norm summed in float32 (each shard's
+torch norm, squared, all-reduced); "accumulate-float" accumulates the micro-batches in float
+(set_requires_gradient_sync(False)) and reduce-scatters their sum once; "wrong-shard" hands our
+reduce-scatter each rank's input with its rows rotated by one, so every rank reduces another
+rank's shard."""
+
+import json
+import math
+import os
+import pathlib
+import random
+import sys
+import traceback
+
+import torch
+import torch.distributed as dist
+
+import reduce_verify
+
+STEPS = 10
+MICRO_BATCHES = 8
+SEQUENCES = 2   # per micro-batch
+LENGTH = 8      # tokens per sequence
+VOCAB = 1024
+WIDTH = 256
+LEARNING_RATE = 1e-3
+MAX_NORM = 0.5  # below the block's gradient norm: clipping acts
+
+
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(VOCAB, WIDTH)
+        self.position = torch.nn.Parameter(torch.zeros(LENGTH, WIDTH))
+        self.layer = torch.nn.TransformerEncoderLayer(WIDTH, 4, dim_feedforward=4 * WIDTH,
+                                                      dropout=0.0, batch_first=True)
+        self.norm = torch.nn.LayerNorm(WIDTH)
+        self.head = torch.nn.Linear(WIDTH, VOCAB)
+
+    def forward(self, tokens):
+        return self.head(self.norm(self.layer(self.embed(tokens) + self.position)))
+
+
+def make_model():
+    torch.manual_seed(1234)
+    return Block()
+
+
+def micro_batch(step, index):
+    generator = torch.Generator().manual_seed(1000 * step + index)
+    tokens = torch.randint(0, VOCAB, (SEQUENCES, LENGTH + 1), generator=generator)
+    return tokens[:, :-1], tokens[:, 1:]
+
+
+def loss_of(model, step, index):
+    x, y = micro_batch(step, index)
+    return torch.nn.functional.cross_entropy(model(x).reshape(-1, VOCAB), y.reshape(-1))
+
+
+def assignment(step, world, split):
+    """The micro-batches each rank holds at `step`."""
+    if split == "even":
+        per = MICRO_BATCHES // world
+        return [list(range(r * per, (r + 1) * per)) for r in range(world)]
+    order = list(range(MICRO_BATCHES))
+    random.Random(77 + step).shuffle(order)
+    held, start = [], 0
+    for count in split:
+        held.append(order[start:start + count])
+        start += count
+    return held
+
+
+def full_digest(parameters):
+    flat = []
+    for p in parameters:
+        full = p.full_tensor() if hasattr(p, "full_tensor") else p
+        flat.append(full.detach().reshape(-1))
+    return reduce_verify.digest(torch.cat(flat))
+
+
+def float_norm_clip(parameters, max_norm):
+    """The mutant: the norm from float32 sums (each rank's local shards), all-reduced."""
+    parameters = list(parameters)
+    grads = [p.grad.to_local() if hasattr(p.grad, "to_local") else p.grad for p in parameters]
+    square = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads]))
+    square = square * square
+    dist.all_reduce(square)
+    norm = torch.sqrt(square)
+    coefficient = torch.clamp(max_norm / (norm + 1e-6), max=1.0)
+    for g in grads:
+        g.mul_(coefficient)
+    return norm
+
+
+class RotatedRows:
+    """The wrong-shard mutant: our reduce-scatter, fed each input with its rows rotated."""
+
+    def __init__(self, comm):
+        self.comm = comm
+
+    def allocate(self, size, *, dtype, device):
+        return self.comm.allocate(size, dtype=dtype, device=device)
+
+    def __call__(self, output_tensor, input_tensor, group, op, async_op=False):
+        world = dist.get_world_size(group)
+        rotated = input_tensor.view(world, -1).roll(1, dims=0).reshape(-1).contiguous()
+        return self.comm(output_tensor, rotated, group, op, async_op)
+
+
+def fsdp_model(world):
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+    model = make_model()
+    mesh = init_device_mesh("cpu", (world,))
+    fully_shard(model.layer, mesh=mesh)
+    fully_shard(model, mesh=mesh)
+    return model
+
+
+def train(run, rank, world):
+    mode, mutant = run["mode"], run.get("mutant")
+    split = run.get("split", "even")
+    default = mode.endswith("-default")
+    base = mode[:-len("-default")] if default else mode
+    model = fsdp_model(world) if base == "fsdp" else make_model()
+    forward = model
+    if base in ("ddp", "zero1", "ddp-hook", "zero1-hook"):
+        forward = torch.nn.parallel.DistributedDataParallel(model)
+    if base in ("zero1", "zero1-hook"):
+        from torch.distributed.optim import ZeroRedundancyOptimizer
+        optimizer = ZeroRedundancyOptimizer(model.parameters(), optimizer_class=torch.optim.AdamW,
+                                            lr=LEARNING_RATE)
+    else:
+        optimizer = torch.optim.AdamW(model.parameters(), lr=LEARNING_RATE)
+    accumulator = reduction = None
+    if base in ("ddp-hook", "zero1-hook"):
+        reduce_verify.ddp.register(forward, reduce_verify.ddp.exact_hook)
+    elif base == "fsdp" and not default:
+        reduction = reduce_verify.fsdp.register(model, contract="exact")
+        if mutant == "wrong-shard":
+            for module in model.modules():
+                comm = getattr(module, "_get_fsdp_state", None) and \
+                    module._get_fsdp_state()._fsdp_param_groups
+                if comm:
+                    module.set_custom_reduce_scatter(RotatedRows(comm[0]._reduce_scatter_comm))
+    elif not default:
+        accumulator = reduce_verify.ExactGradAccumulator(
+            forward, dist.group.WORLD if dist.is_initialized() else None)
+    hooked = base in ("ddp-hook", "zero1-hook")
+    norms = []
+    for step in range(STEPS):
+        if hooked:  # K = 1: micro-batch `rank` of the step, the hook's mean over W
+            held = [[r] for r in range(world)]
+        else:
+            held = assignment(step, world, split)
+        mine = held[rank]
+        passes = max(len(h) for h in held)
+        optimizer.zero_grad(set_to_none=True)
+        for k in range(passes):
+            last = k == passes - 1
+            contributes = k < len(mine)
+            index = mine[k] if contributes else mine[-1]
+            if hooked:
+                loss_of(forward, step, index).backward()
+            elif base == "fsdp" and not default and mutant != "accumulate-float":
+                reduction.micro_batch(last=last, contributes=contributes)
+                loss_of(model, step, index).backward()
+            elif base == "fsdp":
+                # FSDP's own accumulation: unsharded float sums, one reduction at the last.
+                model.set_requires_gradient_sync(last)
+                if mutant == "accumulate-float":
+                    reduction.plain()
+                scale = world / MICRO_BATCHES if contributes else 0.0
+                (loss_of(model, step, index) * scale).backward()
+            elif default:
+                scale = world / MICRO_BATCHES if contributes else 0.0
+                if base == "single" or last:
+                    (loss_of(forward, step, index) * scale).backward()
+                else:
+                    with forward.no_sync():
+                        (loss_of(forward, step, index) * scale).backward()
+            else:
+                if base == "single":
+                    loss_of(forward, step, index).backward()
+                else:
+                    with forward.no_sync():
+                        loss_of(forward, step, index).backward()
+                if contributes:
+                    accumulator.add()
+                else:
+                    optimizer.zero_grad(set_to_none=True)
+        if accumulator is not None:
+            accumulator.reduce(mean_over=MICRO_BATCHES)
+        if default:
+            norm = torch.nn.utils.clip_grad_norm_(model.parameters(), MAX_NORM)
+            if hasattr(norm, "full_tensor"):
+                norm = norm.full_tensor()
+        elif mutant == "norm-float":
+            norm = float_norm_clip(model.parameters(), MAX_NORM)
+        else:
+            norm = reduce_verify.clip_grad_norm_(model.parameters(), MAX_NORM)
+        norms.append(float(norm))
+        optimizer.step()
+    return {"digest": full_digest(model.parameters()), "norms": norms,
+            "parameters": sum(p.numel() for p in make_model().parameters())}
+
+
+def errors(rank, world):
+    """Bad input, each case on every rank: what was raised (type and message)."""
+    from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+    from torch.distributed.fsdp._fully_shard._fsdp_common import (FSDPMeshInfo,
+                                                                  ShardPlacementResult)
+    from torch.distributed.tensor import Shard
+    results = {}
+
+    def outcome(name, call):
+        try:
+            call()
+            results[name] = {"raised": None}
+        except Exception as error:  # the test reads the type and the message
+            results[name] = {"raised": type(error).__name__, "message": str(error)}
+
+    mesh = init_device_mesh("cpu", (world,))
+
+    def several_groups():
+        other = DeviceMesh.from_group(dist.new_group(list(range(world))), "cpu")
+        info = FSDPMeshInfo(other, shard_mesh_dim=0)
+        model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Linear(8, 4))
+        fully_shard(model, mesh=mesh, shard_placement_fn=lambda p: ShardPlacementResult(
+            Shard(0), info) if p.dim() == 1 else None)
+        reduce_verify.fsdp.register(model, contract="exact")
+    outcome("several-groups", several_groups)
+
+    def float64():
+        model = torch.nn.Sequential(torch.nn.Linear(8, 8)).double()
+        fully_shard(model, mesh=mesh)
+        reduce_verify.fsdp.register(model, contract="exact")
+    outcome("float64", float64)
+
+    def comm_of(contract="exact"):
+        model = torch.nn.Sequential(torch.nn.Linear(8, 8))
+        fully_shard(model, mesh=mesh)
+        return model, reduce_verify.fsdp.register(model, contract=contract)
+
+    def undefined_op():
+        _, reduction = comm_of()
+        reduction.comms[0](torch.empty(4), torch.zeros(4 * world), dist.group.WORLD,
+                           dist.ReduceOp.MAX)
+    outcome("op-max", undefined_op)
+
+    def layouts_differ():
+        _, reduction = comm_of()
+        s = 4 + rank  # rank 1 holds a longer shard
+        reduction.comms[0](torch.empty(s), torch.zeros(s * world), dist.group.WORLD,
+                           dist.ReduceOp.AVG)
+    outcome("layouts-differ", layouts_differ)
+
+    def fixed_order_accumulation():
+        _, reduction = comm_of("fixed-order")
+        reduction.micro_batch(last=True)
+    outcome("fixed-order-accumulation", fixed_order_accumulation)
+
+    def premul_factor():
+        # FSDP itself passes PREMUL_SUM(1 / 2.5): a scale that is no mean over a count.
+        model, _ = comm_of()
+        model.set_gradient_divide_factor(2.5)
+        model(torch.ones(2, 8)).sum().backward()
+    outcome("premul-sum-2.5", premul_factor)
+    return results
+
+
+def main():
+    folder = pathlib.Path(sys.argv[1])
+    runs = json.loads(sys.argv[2])
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+    results = {}
+    try:
+        if world > 1 or any(run["mode"] == "errors" for run in runs):
+            dist.init_process_group("gloo", init_method=f"file://{folder / 'store'}", rank=rank,
+                                    world_size=world)
+        for run in runs:
+            if run["mode"] == "errors":
+                results[run["name"]] = errors(rank, world)
+                continue
+            try:
+                results[run["name"]] = train(run, rank, world)
+            except Exception as error:
+                if not run["mode"].endswith("-default"):
+                    raise
+                # torch's own path is reported, not asserted: a failure is reported too.
+                results[run["name"]] = {"failed": f"{type(error).__name__}: {error}"}
+            if dist.is_initialized():
+                dist.barrier()
+    except Exception:
+        traceback.print_exc()
+        sys.stdout.flush()
+        os._exit(1)
+    (folder / f"results-rank{rank}.json").write_text(json.dumps(results))
+    sys.stdout.flush()
+    # The errors' worlds may leave a backward pass's FSDP state half done: no teardown to
+    # wait on, the results are written.
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()
