@@ -56,7 +56,7 @@ NEEDS = "torch 2.11 or 2.13"
 def _minimum_torch() -> Any:
     try:
         from torch.distributed.fsdp import FSDPModule
-    except ImportError:
+    except Exception:  # torch 1.13's fsdp package raises ValueError on import under Python 3.11
         raise Unsupported(f"reduce_verify.fsdp needs FSDP2 (torch.distributed.fsdp.FSDPModule "
                           f"with set_custom_reduce_scatter: {NEEDS}); this is torch "
                           f"{torch.__version__}") from None
