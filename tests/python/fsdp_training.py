@@ -297,6 +297,98 @@ def errors(rank, world):
     return results
 
 
+def contract_checks(rank, world):
+    """The reduce-scatter contract of docs/DESIGN.md §2.6, on our comm called as FSDP calls it:
+    each rank's shard is, bit for bit, its slice of reduce_verify.reduce over every rank's input
+    (the all-reduce's bits), for f32, bf16 and f16, both contracts, AVG, SUM and PREMUL_SUM; and
+    three accumulated micro-batches (one rank skipping one) give RN(sum / 5) of the 5 rows added.
+    Returns {case: number of differing elements (0 expected)}; and the dtype our comm saw under
+    FSDP's MixedPrecisionPolicy(reduce_dtype=bfloat16)."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+    mesh = init_device_mesh("cpu", (world,))
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8))
+    fully_shard(model, mesh=mesh)
+    results = {}
+    s = 1000  # elements a shard
+    for dtype in (torch.float32, torch.bfloat16, torch.float16):
+        for contract in ("fixed-order", "exact"):
+            ops = [("AVG", dist.ReduceOp.AVG, "mean"), ("SUM", dist.ReduceOp.SUM, "sum"),
+                   ("PREMUL_SUM(1/W)", dist.ReduceOp.PREMUL_SUM(1.0 / world), "mean")]
+            if contract == "exact":
+                ops.append(("PREMUL_SUM(1/3)", dist.ReduceOp.PREMUL_SUM(1.0 / 3), "mean-3"))
+            reduction = reduce_verify.fsdp.register(model, contract=contract)
+            for name, op, meaning in ops:
+                generator = torch.Generator().manual_seed(100 + rank)
+                mine = (torch.randn(world * s, generator=generator) *
+                        torch.exp(4 * torch.randn(world * s, generator=generator))).to(dtype)
+                every = [torch.empty_like(mine) for _ in range(world)]
+                dist.all_gather(every, mine)
+                out = torch.empty(s, dtype=dtype)
+                reduction.comms[0](out, mine, dist.group.WORLD, op)
+                table = torch.stack([t[rank * s:(rank + 1) * s] for t in every])
+                if meaning == "mean-3":  # RN(sum / 3), by the exact accumulator
+                    expected = _exact_mean_over(table, 3)
+                else:
+                    expected = reduce_verify.reduce(table, meaning, contract)
+                results[f"{dtype} {contract} {name}"] = int((_bits(out) != _bits(expected)).sum())
+        # Accumulation: micro-batches 0, 1, 2; rank 1 skips micro-batch 1: 2W - 1 rows.
+        reduction = reduce_verify.fsdp.register(model, contract="exact")
+        rows = []
+        out = torch.empty(s, dtype=dtype)
+        for k in range(3):
+            generator = torch.Generator().manual_seed(1000 * k + rank)
+            mine = torch.randn(world * s, generator=generator).to(dtype)
+            contributes = not (rank == 1 and k == 1)
+            every = [torch.empty_like(mine) for _ in range(world)]
+            dist.all_gather(every, mine)
+            rows += [t[rank * s:(rank + 1) * s] for r, t in enumerate(every)
+                     if not (r == 1 and k == 1)]
+            reduction.micro_batch(last=k == 2, contributes=contributes)
+            reduction.comms[0](out, mine, dist.group.WORLD, dist.ReduceOp.AVG)
+            if k < 2:
+                results[f"{dtype} accumulation, zeros before the last"] = int((out != 0).sum())
+        expected = reduce_verify.reduce(torch.stack(rows), "mean", "exact")
+        results[f"{dtype} accumulation over {len(rows)} rows"] = int(
+            (_bits(out) != _bits(expected)).sum())
+    # FSDP's mixed precision hands our comm bfloat16.
+    seen = []
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8))
+    fully_shard(model, mesh=mesh, mp_policy=MixedPrecisionPolicy(param_dtype=torch.bfloat16,
+                                                                 reduce_dtype=torch.bfloat16))
+    reduction = reduce_verify.fsdp.register(model, contract="exact")
+    comm = reduction.comms[0]
+
+    class Seen:
+        def allocate(self, size, *, dtype, device):
+            return comm.allocate(size, dtype=dtype, device=device)
+
+        def __call__(self, output_tensor, input_tensor, group, op, async_op=False):
+            seen.append(str(input_tensor.dtype))
+            return comm(output_tensor, input_tensor, group, op, async_op)
+    model.set_custom_reduce_scatter(Seen())
+    model(torch.ones(2, 8)).float().sum().backward()
+    results["mixed precision: dtypes our comm reduced"] = seen
+    return results
+
+
+def _bits(tensor):
+    return tensor.view(torch.int32 if tensor.dtype == torch.float32 else torch.int16)
+
+
+def _exact_mean_over(table, divisor):
+    """RN(sum of the table's rows / divisor) by the exact accumulator of one process."""
+    accumulator = reduce_verify.ExactGradAccumulator([torch.nn.Parameter(
+        torch.zeros(table.shape[1], dtype=table.dtype))])
+    parameter = accumulator._params[0][1]
+    for row in table:
+        parameter.grad = row.clone()
+        accumulator.add()
+    # reduce_together: this process alone (reduce() would combine with the other ranks).
+    reduce_verify.ExactGradAccumulator.reduce_together([accumulator], mean_over=divisor)
+    return parameter.grad
+
+
 def main():
     folder = pathlib.Path(sys.argv[1])
     runs = json.loads(sys.argv[2])
@@ -305,12 +397,15 @@ def main():
     torch.use_deterministic_algorithms(True)
     results = {}
     try:
-        if world > 1 or any(run["mode"] == "errors" for run in runs):
+        if world > 1 or any(run["mode"] in ("errors", "contract") for run in runs):
             dist.init_process_group("gloo", init_method=f"file://{folder / 'store'}", rank=rank,
                                     world_size=world)
         for run in runs:
             if run["mode"] == "errors":
                 results[run["name"]] = errors(rank, world)
+                continue
+            if run["mode"] == "contract":
+                results[run["name"]] = contract_checks(rank, world)
                 continue
             try:
                 results[run["name"]] = train(run, rank, world)

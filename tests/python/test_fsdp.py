@@ -4,14 +4,17 @@ of weights, over real Gloo worlds of CPU processes (fsdp_training.py is each ran
 Asserted: a 1.3 M-parameter transformer block (LayerNorm, cross-entropy, AdamW, clipping by
 reduce_verify.clip_grad_norm_ at a norm that acts) trained 10 steps on a global batch of 8
 micro-batches as 1 x 8 (one process), DDP 2 x 4 and 4 x 2 (ExactGradAccumulator), ZeRO-1 2 x 4,
-FSDP2 with ours 2 x 4, 4 x 2 and 3 ranks holding 3 + 3 + 2 (shuffled each step) ends with one
-final parameter digest (FSDP: the gathered full parameters); every rank of a run ends with it;
-ZeRO-1 under the exact DDP hook ends where DDP under it does (K = 1); each mutant changes the
-digest (the norm summed in float, the micro-batches accumulated in float, each shard reduced by
-the wrong rank); bad input (several parameter groups, float64, ReduceOp.MAX, a PREMUL_SUM factor
-that is no mean, ranks whose layouts differ, fixed-order accumulation) raises a named error on
-every rank. Reported, not asserted: the distinct digests of torch's own paths (float
-accumulation, FSDP's and DDP's reduction, torch.nn.utils.clip_grad_norm_) over the same splits.
+FSDP2 with ours 2 x 4, 4 x 2 and the uneven splits 3 + 3 + 2 and 3 + 2 + 2 + 1 (shuffled each
+step) ends with one final parameter digest (FSDP: the gathered full parameters) and one norm per
+step; every rank of a run ends with it; ZeRO-1 under the exact DDP hook ends where DDP under it
+does (K = 1); each mutant changes the digest (the norm summed in float, the micro-batches
+accumulated in float, each shard reduced by the wrong rank); bad input (several parameter
+groups, float64, ReduceOp.MAX, a PREMUL_SUM factor that is no mean, ranks whose layouts differ,
+fixed-order accumulation) raises a named error on every rank; every shard our reduce-scatter
+writes has the all-reduce's bits at its indices (f32, bf16, f16; fixed-order and exact; AVG,
+SUM, PREMUL_SUM; accumulation). Reported, not asserted: the distinct digests of torch's own
+paths (float accumulation, FSDP's and DDP's reduction, torch.nn.utils.clip_grad_norm_) over the
+same splits.
 
 Each world's processes are started here with a deadline: a world that does not exit fails."""
 
@@ -43,7 +46,8 @@ OURS = {
     1: [{"name": "single 1x8", "mode": "single"}],
     2: [{"name": "ddp 2x4", "mode": "ddp"}, {"name": "fsdp 2x4", "mode": "fsdp"},
         {"name": "zero1 2x4", "mode": "zero1"}],
-    4: [{"name": "ddp 4x2", "mode": "ddp"}, {"name": "fsdp 4x2", "mode": "fsdp"}],
+    4: [{"name": "ddp 4x2", "mode": "ddp"}, {"name": "fsdp 4x2", "mode": "fsdp"},
+        {"name": "fsdp 3+2+2+1", "mode": "fsdp", "split": [3, 2, 2, 1]}],
     3: [{"name": "fsdp 3+3+2", "mode": "fsdp", "split": [3, 3, 2]}],
 }
 DEFAULTS = {
@@ -61,7 +65,7 @@ MUTANTS = {
                                                        "mode": "zero1-hook"}],
     4: [{"name": "mutant norm-float 4x2", "mode": "fsdp", "mutant": "norm-float"}],
 }
-ERRORS = [{"name": "errors", "mode": "errors"}]
+ERRORS = [{"name": "contract", "mode": "contract"}, {"name": "errors", "mode": "errors"}]
 
 
 def start_world(world, runs, folder):
@@ -183,6 +187,17 @@ class FSDP(unittest.TestCase):
                 outcome = results["errors"][case]
                 self.assertEqual(outcome["raised"], kind, f"{case}, rank {rank}: {outcome}")
                 self.assertIn(words, outcome["message"], f"{case}, rank {rank}")
+
+    def test_each_shard_has_the_all_reduce_bits(self):
+        # docs/DESIGN.md §2.6, on our comm as FSDP calls it: f32, bf16, f16; both contracts;
+        # AVG, SUM, PREMUL_SUM; accumulation with a rank skipping a micro-batch.
+        for rank, results in enumerate(self.results["errors"]):
+            checks = dict(results["contract"])
+            self.assertEqual(checks.pop("mixed precision: dtypes our comm reduced"),
+                             ["torch.bfloat16"], f"rank {rank}")
+            self.assertEqual(len(checks), 27)
+            self.assertEqual({k: v for k, v in checks.items() if v}, {},
+                             f"rank {rank}: elements that differ from the all-reduce's")
 
     def test_report_torch_own_paths(self):
         seen = {}
