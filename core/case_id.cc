@@ -9,7 +9,8 @@ namespace rv {
 
 bool CaseId::operator==(const CaseId& o) const {
   return contract == o.contract && op == o.op && world == o.world && count == o.count &&
-         dist == o.dist && seed == o.seed && gen == o.gen && dtype == o.dtype;
+         dist == o.dist && seed == o.seed && gen == o.gen && dtype == o.dtype &&
+         coll == o.coll;
 }
 
 std::string format_case_id(const CaseId& id) {
@@ -19,6 +20,10 @@ std::string format_case_id(const CaseId& id) {
   text += to_string(id.contract);
   text += ",op=";
   text += to_string(id.op);
+  if (id.coll != Collective::kAllReduce) {  // absent means all-reduce: older ids keep their text
+    text += ",coll=";
+    text += to_string(id.coll);
+  }
   if (id.dtype != DType::kF32) {  // absent means f32, so every binary32 id keeps its text
     text += ",dtype=";
     text += to_string(id.dtype);
@@ -34,9 +39,11 @@ std::string format_case_id(const CaseId& id) {
 
 namespace {
 
-// dtype is the one optional key: absent for f32.
-constexpr std::array<std::string_view, 8> kKeys = {"contract", "op",   "dtype", "w",
-                                                   "n",        "dist", "seed",  "gen"};
+// coll and dtype are the optional keys: absent for the all-reduce and for f32.
+constexpr std::array<std::string_view, 9> kKeys = {"contract", "op",   "coll", "dtype", "w",
+                                                   "n",        "dist", "seed", "gen"};
+
+bool is_optional_key(std::string_view key) { return key == "coll" || key == "dtype"; }
 
 std::string quoted(std::string_view text) {
   constexpr std::size_t kShown = 40;
@@ -104,7 +111,7 @@ CaseId parse_case_id(std::string_view text) {
     const std::size_t comma = rest.find(',');
     const std::string_view pair = rest.substr(0, comma);
     const std::size_t equals = pair.find('=');
-    if (key == "dtype" && pair.substr(0, equals) != key) continue;  // absent: f32
+    if (is_optional_key(key) && pair.substr(0, equals) != key) continue;  // absent: default
     if (equals == std::string_view::npos || pair.substr(0, equals) != key) {
       throw InputError("case id: expected field " + std::to_string(field + 1) + " to be '" +
                        std::string(key) + "=…', found " + quoted(pair) + " in " + quoted(text));
@@ -121,6 +128,15 @@ CaseId parse_case_id(std::string_view text) {
       const auto op = parse_op(value);
       if (!op) throw InputError("case id: op " + quoted(value) + " is not sum or mean");
       id.op = *op;
+    } else if (key == "coll") {
+      const auto coll = parse_collective(value);
+      if (!coll || *coll == Collective::kAllReduce) {
+        throw InputError("case id: coll " + quoted(value) +
+                         (coll ? " is written by leaving coll out (the canonical id of an "
+                                 "all-reduce)"
+                               : " is not reduce-scatter (an all-reduce: leave coll out)"));
+      }
+      id.coll = *coll;
     } else if (key == "dtype") {
       const auto dtype = parse_dtype(value);
       if (!dtype || *dtype == DType::kF32) {

@@ -1,8 +1,10 @@
 // Case ids (docs/DESIGN.md §3): canonical, self-describing, parseable back. Comma-separated
-// key=value pairs in the fixed order contract,op,[dtype,]w,n,dist,seed,gen, e.g.
+// key=value pairs in the fixed order contract,op,[coll,][dtype,]w,n,dist,seed,gen, e.g.
 //   contract=fixed-order,op=mean,w=4,n=1000003,dist=wide,seed=7,gen=1
 //   contract=exact,op=sum,dtype=bf16,w=8,n=4099,dist=special,seed=1,gen=1
-// dtype is absent for f32 (so every binary32 id predates it and keeps its text).
+//   contract=exact,op=mean,coll=reduce-scatter,w=3,n=1000,dist=normal,seed=1,gen=1
+// dtype is absent for f32 and coll for the all-reduce, so every id that predates them keeps
+// its text (and its golden line its meaning).
 #pragma once
 
 #include <cstdint>
@@ -29,6 +31,7 @@ struct CaseId {
   std::uint64_t seed = 0;
   std::uint32_t gen = kLatestGenerator;
   DType dtype = DType::kF32;
+  Collective coll = Collective::kAllReduce;
 
   ArenaSpec arena() const { return ArenaSpec{gen, dist, seed, dtype}; }
   bool operator==(const CaseId& other) const;

@@ -24,6 +24,16 @@ std::string_view to_string(Op op) {
   return "?";
 }
 
+std::string_view to_string(Collective coll) {
+  switch (coll) {
+    case Collective::kAllReduce:
+      return "all-reduce";
+    case Collective::kReduceScatter:
+      return "reduce-scatter";
+  }
+  return "?";
+}
+
 std::optional<Contract> parse_contract(std::string_view text) {
   if (text == "fixed-order") return Contract::kFixedOrder;
   if (text == "library-sum") return Contract::kLibrarySum;
@@ -34,6 +44,12 @@ std::optional<Contract> parse_contract(std::string_view text) {
 std::optional<Op> parse_op(std::string_view text) {
   if (text == "sum") return Op::kSum;
   if (text == "mean") return Op::kMean;
+  return std::nullopt;
+}
+
+std::optional<Collective> parse_collective(std::string_view text) {
+  if (text == "all-reduce") return Collective::kAllReduce;
+  if (text == "reduce-scatter") return Collective::kReduceScatter;
   return std::nullopt;
 }
 

@@ -1,7 +1,26 @@
 #include "core/reducer/library_sum_reducer.h"
 
+#include <vector>
+
+#include "core/error.h"
+#include "core/reducer/reduce_scatter_agreement.h"
+
 namespace rv {
 namespace {
+
+// The device's scratch of n floats, freed on every path out.
+class FloatScratch {
+ public:
+  FloatScratch(FoldDevice& device, std::size_t n) : device_(device), floats_(device.allocate(n)) {}
+  ~FloatScratch() { device_.free(floats_); }
+  FloatScratch(const FloatScratch&) = delete;
+  FloatScratch& operator=(const FloatScratch&) = delete;
+  float* get() const { return floats_; }
+
+ private:
+  FoldDevice& device_;
+  float* floats_;
+};
 
 // The device's scratch of n 2-byte elements, freed on every path out.
 class HalfScratch {
@@ -38,6 +57,39 @@ void library_sum_all_reduce(Transport& transport, FoldDevice& device, float* are
   // then rounded to the dtype once (the identity for a sum, already of the dtype).
   device.finish_library_sum(arena, n, transport.world_size(), op);
   if (dtype != DType::kF32) device.round_to_dtype(arena, n, dtype);
+  device.synchronize();
+}
+
+void library_sum_reduce_scatter(Transport& transport, FoldDevice& device, const float* arena,
+                                std::size_t n, float* out, std::size_t out_count, Op op,
+                                DType dtype) {
+  // Every rank asks the same question of the same binary: all refuse alike, before any byte.
+  if (auto reason = transport.library_reduce_scatter_unavailable(dtype)) throw InputError(*reason);
+  const std::uint32_t world = transport.world_size();
+  const std::uint32_t rank = transport.rank();
+  agree_on_reduce_scatter(transport, Contract::kLibrarySum, op, dtype, n, std::nullopt, out_count);
+  const std::size_t s = padded_shard_size(n, world);
+  const std::size_t padded = s * world;
+  // The library reduces the padded arena: the arena, then zeros (fewer than W of them).
+  const FloatScratch buffer(device, padded);
+  device.copy(buffer.get(), arena, n * sizeof(float));
+  if (padded > n) {
+    const std::vector<float> zeros(padded - n, 0.0f);
+    device.upload(buffer.get() + n, zeros.data(), zeros.size() * sizeof(float));
+  }
+  device.synchronize();
+  if (dtype == DType::kF32) {
+    transport.library_reduce_scatter(buffer.get(), s, dtype);
+    device.copy(out, buffer.get() + rank * s, out_count * sizeof(float));
+  } else {
+    const HalfScratch half(device, padded);
+    device.narrow(buffer.get(), padded, dtype, half.bytes());
+    device.synchronize();
+    transport.library_reduce_scatter(half.bytes(), s, dtype);
+    device.widen(static_cast<const char*>(half.bytes()) + rank * s * 2, out_count, dtype, out);
+  }
+  device.finish_library_sum(out, out_count, world, op);
+  if (dtype != DType::kF32) device.round_to_dtype(out, out_count, dtype);
   device.synchronize();
 }
 

@@ -18,4 +18,14 @@ namespace rv {
 void library_sum_all_reduce(Transport& transport, FoldDevice& device, float* arena, std::size_t n,
                             Op op, DType dtype = DType::kF32);
 
+// The library's own reduce-scatter (Transport::library_reduce_scatter: ncclReduceScatter;
+// Gloo's ring allreduce, as torch's ProcessGroupGloo runs it) over FSDP's padded plan
+// (docs/DESIGN.md §2.6): `out` (out_count elements, the device's memory) receives this rank's
+// shard, the mean scale and the NaN rule applied as in library_sum_all_reduce. The ranks
+// agree first (agree_on_reduce_scatter), and a transport with no such collective for `dtype`
+// refuses with InputError on every rank before anything moves. `arena` is read only.
+void library_sum_reduce_scatter(Transport& transport, FoldDevice& device, const float* arena,
+                                std::size_t n, float* out, std::size_t out_count, Op op,
+                                DType dtype = DType::kF32);
+
 }  // namespace rv

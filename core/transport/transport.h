@@ -105,6 +105,22 @@ class Transport {
     if (dtype == DType::kF32) return std::nullopt;
     return name() + " has no library sum of " + std::string(to_string(dtype));
   }
+  // The library's own reduce-scatter (sum) of W × shard_size elements of `dtype` (binary32,
+  // or a half format's raw 2-byte elements), in place: afterwards this rank's reduced shard
+  // is elements [rank × shard_size, (rank + 1) × shard_size) of `values` (the in-place layout
+  // of ncclReduceScatter); the rest is undefined. The library-sum contract's reduce-scatter
+  // (docs/DESIGN.md §2.6). The caller has agreed on shard_size across the ranks. A transport
+  // whose library has none refuses with InputError naming itself, before anything is sent.
+  virtual void library_reduce_scatter(void* values, std::size_t shard_size, DType dtype) {
+    (void)values;
+    (void)shard_size;
+    throw InputError(library_reduce_scatter_unavailable(dtype).value_or(
+        name() + ": no library reduce-scatter"));
+  }
+  // Why this transport's library has no reduce-scatter of `dtype` (nullopt: it has one).
+  virtual std::optional<std::string> library_reduce_scatter_unavailable(DType dtype) const {
+    return name() + " has no library reduce-scatter of " + std::string(to_string(dtype));
+  }
   // The maximum over ranks of one integer (for any(flag): exact and order-independent).
   virtual std::int64_t max_int(std::int64_t value) = 0;
   // The library's own all-reduce of n int64 values, in place (ncclAllReduce ncclInt64,

@@ -47,6 +47,8 @@ TEST(CaseId, RoundTripsEveryFieldValue) {
     if (trial % 7 == 0) id.count = 0;
     id.dist = kAllDistributions[trial % 5];
     id.seed = trial < 6 ? seeds[trial] : next();
+    id.dtype = trial % 5 == 1 ? DType::kBF16 : trial % 5 == 2 ? DType::kF16 : DType::kF32;
+    id.coll = trial % 4 == 3 ? Collective::kReduceScatter : Collective::kAllReduce;
     const std::string text = format_case_id(id);
     const CaseId back = parse_case_id(text);
     ASSERT_EQ(back, id) << text;
@@ -61,7 +63,7 @@ TEST(CaseId, RoundTripsEveryFieldValue) {
 
 TEST(CaseId, EqualityLooksAtEveryField) {
   const CaseId base = parse_case_id(kExample);
-  std::vector<CaseId> changed(7, base);
+  std::vector<CaseId> changed(9, base);
   changed[0].contract = Contract::kLibrarySum;
   changed[1].op = Op::kSum;
   changed[2].world = 5;
@@ -69,6 +71,8 @@ TEST(CaseId, EqualityLooksAtEveryField) {
   changed[4].dist = Distribution::kExact;
   changed[5].seed = 8;
   changed[6].gen = 2;
+  changed[7].dtype = DType::kF16;
+  changed[8].coll = Collective::kReduceScatter;
   for (const CaseId& other : changed) {
     EXPECT_NE(other, base);
     EXPECT_FALSE(other == base);
@@ -153,6 +157,15 @@ std::vector<Malformed> malformed_ids() {
       {with("dist=gauss", 4), "dist 'gauss'"},
       {with("dist=", 4), "dist ''"},
       {with("dist=Wide", 4), "dist 'Wide'"},
+      // The optional keys: only the non-default value is written, and only in its place.
+      {"contract=exact,op=sum,coll=all-reduce,w=4,n=3,dist=wide,seed=7,gen=1",
+       "leaving coll out"},
+      {"contract=exact,op=sum,coll=allgather,w=4,n=3,dist=wide,seed=7,gen=1",
+       "coll 'allgather'"},
+      {"contract=exact,op=sum,dtype=bf16,coll=reduce-scatter,w=4,n=3,dist=wide,seed=7,gen=1",
+       "'w=…'"},
+      {"coll=reduce-scatter,contract=exact,op=sum,w=4,n=3,dist=wide,seed=7,gen=1",
+       "'contract=…'"},
   };
 }
 
@@ -168,6 +181,22 @@ TEST(CaseId, EveryMalformedFormIsAnInputErrorNamingTheField) {
       EXPECT_EQ(std::string(error.what()).find('\n'), std::string::npos) << "one line";
     }
   }
+}
+
+TEST(CaseId, ReduceScatterIdsCarryCollBeforeDtype) {
+  const std::string text =
+      "contract=exact,op=mean,coll=reduce-scatter,dtype=f16,w=3,n=1000,dist=normal,seed=1,gen=1";
+  const CaseId id = parse_case_id(text);
+  EXPECT_EQ(id.coll, Collective::kReduceScatter);
+  EXPECT_EQ(id.dtype, DType::kF16);
+  EXPECT_EQ(format_case_id(id), text);
+  CaseId all_reduce = id;
+  all_reduce.coll = Collective::kAllReduce;  // the id every all-reduce had before coll existed
+  EXPECT_EQ(format_case_id(all_reduce),
+            "contract=exact,op=mean,dtype=f16,w=3,n=1000,dist=normal,seed=1,gen=1");
+  EXPECT_EQ(parse_collective("reduce-scatter"), Collective::kReduceScatter);
+  EXPECT_EQ(to_string(Collective::kAllReduce), "all-reduce");
+  EXPECT_FALSE(parse_collective("reduce_scatter").has_value());
 }
 
 TEST(CaseId, ValidateRefusesOutOfRangeFields) {

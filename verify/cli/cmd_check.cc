@@ -25,6 +25,7 @@ struct CheckOptions {
   bool strict = false;  // improperly formatted lines make the run fail (exit 2)
   unsigned threads = 0;
   std::vector<std::string> dtypes;  // --dtype: verify only the lines of these (empty: all)
+  std::string coll;                 // --coll: verify only the lines of this collective
 };
 
 struct FileReport {
@@ -61,6 +62,8 @@ int run_check(const CheckOptions& options) {
                  std::find(options.dtypes.begin(), options.dtypes.end(),
                            std::string(to_string(it->id.dtype))) == options.dtypes.end()) {
         it = entries.erase(it);  // not selected: neither verified nor counted
+      } else if (!options.coll.empty() && to_string(it->id.coll) != options.coll) {
+        it = entries.erase(it);
       } else {
         ++it;
       }
@@ -152,6 +155,10 @@ void setup_check(CLI::App& app, int& exit_code) {
   cmd->add_option("--threads", options->threads, "worker threads (default: one per core)");
   add_dtype_option(*cmd, options->dtypes,
                    "verify only the lines of these dtypes, e.g. bf16,f16 (default: all)");
+  cmd->add_option("--coll", options->coll,
+                  "verify only the lines of this collective: all-reduce or reduce-scatter "
+                  "(default: all)")
+      ->check(CLI::IsMember({"all-reduce", "reduce-scatter"}));
   cmd->callback([options, &exit_code] { exit_code = run_check(*options); });
 }
 

@@ -20,10 +20,16 @@ struct CompareOptions {
   std::string a, b;
   bool verbose = false;
   std::vector<std::string> dtypes;  // --dtype: only the cases of these (empty: all)
+  std::string coll;                 // --coll: only the cases of this collective (empty: all)
 };
 
-// The dtype a case id names (absent: f32); ids that do not parse are kept, as before.
+// The collective and dtype a case id names (absent: all-reduce, f32); ids that do not parse
+// are kept, as before.
 bool selected(const CompareOptions& options, const std::string& id) {
+  if (!options.coll.empty()) {
+    const bool scatter = id.find(",coll=reduce-scatter,") != std::string::npos;
+    if (scatter != (options.coll == "reduce-scatter")) return false;
+  }
   if (options.dtypes.empty()) return true;
   const std::size_t at = id.find(",dtype=");
   const std::string dtype =
@@ -126,6 +132,10 @@ void setup_compare(CLI::App& app, int& exit_code) {
   cmd->add_flag("-v,--verbose", options->verbose, "also list agreeing and one-sided cases");
   add_dtype_option(*cmd, options->dtypes,
                    "compare only the cases of these dtypes, e.g. bf16,f16 (default: all)");
+  cmd->add_option("--coll", options->coll,
+                  "compare only the cases of this collective: all-reduce or reduce-scatter "
+                  "(default: all)")
+      ->check(CLI::IsMember({"all-reduce", "reduce-scatter"}));
   cmd->callback([options, &exit_code] { exit_code = run_compare(*options); });
 }
 

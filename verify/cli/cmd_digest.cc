@@ -1,6 +1,7 @@
 // reduce-verify digest: the digest of one reduced arena, from a case id, case options or
 // raw per-rank input files. The first token of the line is the digest; --dump writes the
 // reduced arena, whose `xxh128sum` is that digest.
+#include <cstring>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -10,6 +11,7 @@
 #include "core/error.h"
 #include "core/fp_environment.h"
 #include "core/oracle/case_reduction.h"
+#include "core/oracle/emulated_world.h"
 #include "core/oracle/reference.h"
 #include "verify/cli/commands.h"
 #include "verify/common/exit_codes.h"
@@ -29,6 +31,26 @@ struct DigestOptions {
   std::string dump;
 };
 
+// The reduce-scatter of raw inputs (docs/DESIGN.md §2.6): EmulatedWorld's owner dataflow
+// without the all-gather, every rank's shard of FSDP's padded plan, concatenated in rank
+// order, so the digest covers every shard. The contract makes that the all-reduce's arena;
+// a shard that is not is this tool's bug, named.
+std::vector<float> reduce_scattered(const std::vector<std::vector<float>>& arenas,
+                                    Contract contract, Op op, DType dtype) {
+  const std::vector<float> all_reduced = expected_reduction(arenas, contract, op, dtype);
+  const EmulatedWorld world(static_cast<std::uint32_t>(arenas.size()));
+  const auto shards = contract == Contract::kExact
+                          ? world.reduce_scatter_exact(arenas, op, {}, dtype)
+                          : world.reduce_scatter(arenas, op, {}, dtype);
+  std::vector<float> all;
+  for (const std::vector<float>& shard : shards) all.insert(all.end(), shard.begin(), shard.end());
+  if (all.size() != all_reduced.size() ||
+      std::memcmp(all.data(), all_reduced.data(), all.size() * sizeof(float)) != 0) {
+    throw InternalError("digest --coll reduce-scatter: the shards differ from the all-reduce");
+  }
+  return all;
+}
+
 void digest_inputs(const DigestOptions& options) {
   if (options.matrix.ops.size() != 1) throw InputError("digest --inputs: give one --op");
   const auto op = parse_op(options.matrix.ops[0]);
@@ -37,9 +59,11 @@ void digest_inputs(const DigestOptions& options) {
   if (dtypes.size() != 1) throw InputError("digest --inputs: give one --dtype");
   const DType dtype = dtypes[0];
   const auto arenas = read_raw_inputs(options.inputs, dtype);
-  const Contract contract =
-      options.matrix.contract == "exact" ? Contract::kExact : Contract::kFixedOrder;
-  const std::vector<float> reduced = expected_reduction(arenas, contract, *op, dtype);
+  const Contract contract = *parse_contract(options.matrix.contract);  // CLI-checked
+  const std::vector<float> reduced =
+      options.matrix.coll == "reduce-scatter"
+          ? reduce_scattered(arenas, contract, *op, dtype)
+          : expected_reduction(arenas, contract, *op, dtype);
   const Digest digest = digest_values(reduced.data(), reduced.size(), dtype);
   if (!options.dump.empty()) {
     const std::vector<unsigned char> bytes = dtype_bytes_of(reduced.data(), reduced.size(), dtype);

@@ -172,6 +172,11 @@ void setup_run(CLI::App& app, int& exit_code) {
                    "run only the cases of these dtypes, e.g. bf16,f16 (default: all; a case id "
                   "names its dtype as dtype=bf16, none for f32); with --inputs the files' one "
                   "element type (default f32)");
+  cmd->add_option("--coll", o.coll,
+                  "run only the cases of this collective: all-reduce or reduce-scatter (default: "
+                  "both; a case id names a reduce-scatter as coll=reduce-scatter); with --inputs "
+                  "the collective run (default all-reduce)")
+      ->check(CLI::IsMember({"all-reduce", "reduce-scatter"}));
   cmd->add_option("--rendezvous", o.rendezvous,
                   "shared directory for rendezvous (default: REDUCE_VERIFY_RENDEZVOUS, or a "
                   "private temporary one when this process spawns the ranks)");

@@ -33,10 +33,18 @@ void add_dtype_option(CLI::App& app, std::vector<std::string>& dtypes,
       ->type_name("LIST");
 }
 
+void add_coll_option(CLI::App& app, std::string& coll) {
+  app.add_option("--coll", coll,
+                 "the collective: all-reduce (default) or reduce-scatter (rank p keeps shard p "
+                 "of FSDP's padded plan; docs/DESIGN.md §2.6)")
+      ->check(CLI::IsMember({"all-reduce", "reduce-scatter"}));
+}
+
 void add_case_matrix_options(CLI::App& app, CaseMatrix& matrix) {
   auto* group = app.add_option_group("case matrix", "the cross product of these lists");
   group->add_option("--contract", matrix.contract, "fixed-order or exact (default fixed-order)")
       ->check(CLI::IsMember({"fixed-order", "exact"}));
+  add_coll_option(*group, matrix.coll);
   group->add_option("--op", matrix.ops, "ops: sum, mean (default: both)")
       ->delimiter(',')
       ->check(CLI::IsMember({"sum", "mean"}));
@@ -132,6 +140,11 @@ CaseMatrix parse_case_matrix(const std::string& spec) {
         throw InputError("case matrix: contract '" + list + "' is not fixed-order or exact");
       }
       matrix.contract = list;
+    } else if (key == "coll") {
+      if (!parse_collective(list)) {
+        throw InputError("case matrix: coll '" + list + "' is not all-reduce or reduce-scatter");
+      }
+      matrix.coll = list;
     } else if (key == "op") {
       matrix.ops = parse_words(list);
     } else if (key == "dist") {
@@ -140,7 +153,7 @@ CaseMatrix parse_case_matrix(const std::string& spec) {
       matrix.dtypes = parse_words(list);
     } else {
       throw InputError("case matrix '" + spec + "': unknown key '" + key +
-                       "' (keys: contract, dtype, w, n, dist, seed, op, gen)");
+                       "' (keys: contract, coll, dtype, w, n, dist, seed, op, gen)");
     }
   }
   if (!have_w || !have_n) throw InputError("case matrix '" + spec + "': needs both w= and n=");
@@ -183,6 +196,10 @@ std::vector<CaseId> expand_case_matrix(const CaseMatrix& matrix) {
     dists.push_back(*dist);
   }
   const std::vector<DType> dtypes = parse_dtype_list(matrix.dtypes);
+  const auto coll = parse_collective(matrix.coll);
+  if (!coll) {
+    throw InputError("case matrix: coll '" + matrix.coll + "' is not all-reduce or reduce-scatter");
+  }
   std::vector<CaseId> cases;
   for (DType dtype : dtypes) {
   for (Op op : ops) {
@@ -199,6 +216,7 @@ std::vector<CaseId> expand_case_matrix(const CaseMatrix& matrix) {
             id.seed = seed;
             id.gen = matrix.gen;
             id.dtype = dtype;
+            id.coll = *coll;
             validate_case_id(id);
             cases.push_back(id);
           }
@@ -213,9 +231,10 @@ std::vector<CaseId> expand_case_matrix(const CaseMatrix& matrix) {
 std::string format_case_matrix(const CaseMatrix& matrix) {
   const std::string contract =
       matrix.contract == "fixed-order" ? "" : "contract=" + matrix.contract + ";";
+  const std::string coll = matrix.coll == "all-reduce" ? "" : "coll=" + matrix.coll + ";";
   const bool f32_only = matrix.dtypes.size() == 1 && matrix.dtypes[0] == "f32";
   const std::string dtype = f32_only ? "" : "dtype=" + join(matrix.dtypes) + ";";
-  return contract + dtype + "w=" + join(matrix.worlds) + ";n=" + join(matrix.counts) +
+  return contract + coll + dtype + "w=" + join(matrix.worlds) + ";n=" + join(matrix.counts) +
          ";dist=" + join(matrix.dists) + ";seed=" + join(matrix.seeds) + ";op=" + join(matrix.ops) +
          ";gen=" + std::to_string(matrix.gen);
 }

@@ -14,6 +14,7 @@ namespace rv {
 
 struct CaseMatrix {
   std::string contract = "fixed-order";  // fixed-order | exact (the contracts with goldens)
+  std::string coll = "all-reduce";        // all-reduce | reduce-scatter (docs/DESIGN.md §2.6)
   std::vector<std::string> ops = {"sum", "mean"};
   std::vector<std::uint32_t> worlds;
   std::vector<std::uint64_t> counts;
@@ -28,12 +29,15 @@ struct CaseMatrix {
 void add_dtype_option(CLI::App& app, std::vector<std::string>& dtypes,
                       const std::string& description);
 
-// Adds --contract, --op, --world, --count, --dist, --seed, --gen, --dtype to app
+// Adds --coll (all-reduce or reduce-scatter) filling `coll`.
+void add_coll_option(CLI::App& app, std::string& coll);
+
+// Adds --contract, --coll, --op, --world, --count, --dist, --seed, --gen, --dtype to app
 // (comma-separated lists).
 void add_case_matrix_options(CLI::App& app, CaseMatrix& matrix);
 
 // Parses a one-line matrix "w=1,2;n=0,1000;dist=all;seed=1,2;op=sum,mean" (keys w and n
-// required; the others, contract= among them, default as in CaseMatrix). Throws InputError
+// required; the others, contract= and coll= among them, default as in CaseMatrix). Throws InputError
 // naming the key.
 CaseMatrix parse_case_matrix(const std::string& spec);
 
@@ -44,8 +48,8 @@ std::vector<DType> parse_dtype_list(const std::vector<std::string>& names);
 std::vector<CaseId> expand_case_matrix(const CaseMatrix& matrix);
 
 // The spec of parse_case_matrix for a matrix (for golden file headers); contract= is written
-// only when it is not fixed-order, and dtype= only when it is not f32 alone, so the headers
-// of the binary32 matrices stay as they were.
+// only when it is not fixed-order, coll= only when it is not all-reduce, and dtype= only when
+// it is not f32 alone, so the headers of the older matrices stay as they were.
 std::string format_case_matrix(const CaseMatrix& matrix);
 
 }  // namespace rv

@@ -11,6 +11,7 @@
 #include "core/oracle/case_reduction.h"
 #include "core/oracle/emulated_world.h"
 #include "core/oracle/reference.h"
+#include "core/shard_plan.h"
 
 namespace rv {
 namespace {
@@ -39,6 +40,30 @@ void expect_reference(const CaseId& id, const Arenas& arenas, const std::vector<
   }
 }
 
+// A reduce-scatter's shards (docs/DESIGN.md §2.6, the padding already dropped) against the
+// all-reduce's reference: shard p must be its slice [p × s, p × s + count). Throws naming the
+// first rank, shard element and arena index that differ.
+void expect_shards(const CaseId& id, const Arenas& shards, const std::vector<float>& reference,
+                   const std::string& what) {
+  const std::vector<Shard> plan = padded_shard_plan(reference.size(), id.world);
+  for (std::uint32_t p = 0; p < id.world; ++p) {
+    const Shard& slice = plan[p];
+    if (shards[p].size() != slice.count) {
+      throw InternalError("case " + format_case_id(id) + ": " + what + " gives rank " +
+                          std::to_string(p) + " " + std::to_string(shards[p].size()) +
+                          " elements, its shard holds " + std::to_string(slice.count));
+    }
+    for (std::size_t j = 0; j < slice.count; ++j) {
+      if (float_bits(shards[p][j]) == float_bits(reference[slice.begin + j])) continue;
+      throw InternalError("case " + format_case_id(id) + ": " + what + ": rank " +
+                          std::to_string(p) + "'s shard differs from the all-reduce's slice at " +
+                          "its element " + std::to_string(j) + " (index " +
+                          std::to_string(slice.begin + j) + ": " + bits_hex(shards[p][j]) +
+                          " vs " + bits_hex(reference[slice.begin + j]) + ")");
+    }
+  }
+}
+
 // Trial 0 delivers in ascending order; the others shuffle every owner's arrivals.
 DeliveryOrders delivery_of(const CaseId& id, std::uint32_t trial) {
   return trial == 0 ? DeliveryOrders{} : shuffled_delivery_orders(id.world, id.seed, trial);
@@ -51,10 +76,15 @@ std::vector<float> proven_fixed_order(const CaseId& id, std::uint32_t orders) {
   std::vector<float> reference = reference_fold(inputs, id.op, id.dtype);
   const EmulatedWorld world(id.world);
   for (std::uint32_t trial = 0; trial < orders; ++trial) {
+    const std::string what = "EmulatedWorld under delivery order " + std::to_string(trial);
+    if (id.coll == Collective::kReduceScatter) {
+      expect_shards(id, world.reduce_scatter(inputs, id.op, delivery_of(id, trial), id.dtype),
+                    reference, what);
+      continue;
+    }
     Arenas arenas = inputs;
     world.all_reduce(arenas, id.op, delivery_of(id, trial), id.dtype);
-    expect_reference(id, arenas, reference,
-                     "EmulatedWorld under delivery order " + std::to_string(trial));
+    expect_reference(id, arenas, reference, what);
   }
   return reference;
 }
@@ -76,10 +106,18 @@ std::vector<float> proven_exact(const CaseId& id, std::uint32_t orders) {
     } else {
       arenas = inputs;
     }
+    const std::string what = "EmulatedWorld's exact dataflow under delivery order " +
+                             std::to_string(trial) + (permuted ? " with the ranks permuted" : "");
+    if (id.coll == Collective::kReduceScatter) {
+      // The ranks permuted: shard p is still owner p's, over the permuted arenas, whose
+      // exact sums are the same.
+      expect_shards(id,
+                    world.reduce_scatter_exact(arenas, id.op, delivery_of(id, trial), id.dtype),
+                    reference, what);
+      continue;
+    }
     world.all_reduce_exact(arenas, id.op, delivery_of(id, trial), id.dtype);
-    expect_reference(id, arenas, reference,
-                     "EmulatedWorld's exact dataflow under delivery order " +
-                         std::to_string(trial) + (permuted ? " with the ranks permuted" : ""));
+    expect_reference(id, arenas, reference, what);
   }
   return reference;
 }

@@ -8,6 +8,7 @@
 #include "core/oracle/case_reduction.h"
 #include "core/reducer/agreement.h"
 #include "core/reducer/library_sum_reducer.h"
+#include "core/shard_plan.h"
 #include "verify/golden/accuracy.h"
 #include "verify/live/library_sum_check.h"
 
@@ -31,20 +32,29 @@ void RankReducers::reserve(std::size_t n) {
   capacity_ = n;
 }
 
+std::size_t RankReducers::buffer_floats(std::size_t n, std::uint32_t world) {
+  return n + padded_shard_size(n, world);
+}
+
+ExactReducer& RankReducers::exact_reducer() {
+  if (exact_device_ == nullptr) {
+    throw InputError("the exact contract is not available on transport " + transport_.name() +
+                     " in this build");
+  }
+  if (!exact_) exact_ = std::make_unique<ExactReducer>(transport_, *exact_device_);
+  return *exact_;
+}
+
 std::vector<float> RankReducers::reduce_once(const std::vector<float>& arena, Contract contract,
-                                             Op op, DType dtype) {
+                                             Op op, DType dtype, Collective coll) {
+  if (coll == Collective::kReduceScatter) return reduce_scatter_once(arena, contract, op, dtype);
   const std::size_t n = arena.size();
   reserve(n);
   device_.upload(buffer_, arena.data(), n * sizeof(float));
   if (contract == Contract::kFixedOrder) {
     fixed_order_.all_reduce(buffer_, n, op, dtype);
   } else if (contract == Contract::kExact) {
-    if (exact_device_ == nullptr) {
-      throw InputError("the exact contract is not available on transport " + transport_.name() +
-                       " in this build");
-    }
-    if (!exact_) exact_ = std::make_unique<ExactReducer>(transport_, *exact_device_);
-    exact_->all_reduce(buffer_, n, op, dtype);
+    exact_reducer().all_reduce(buffer_, n, op, dtype);
   } else {
     library_sum_all_reduce(transport_, device_, buffer_, n, op, dtype);
   }
@@ -52,6 +62,32 @@ std::vector<float> RankReducers::reduce_once(const std::vector<float>& arena, Co
   std::vector<float> reduced(n);
   device_.download(reduced.data(), buffer_, n * sizeof(float));
   return reduced;
+}
+
+std::vector<float> RankReducers::reduce_scatter_once(const std::vector<float>& arena,
+                                                     Contract contract, Op op, DType dtype) {
+  const std::size_t n = arena.size();
+  const std::uint32_t world = transport_.world_size();
+  const std::size_t s = padded_shard_size(n, world);
+  const Shard mine = padded_shard_plan(n, world)[transport_.rank()];
+  reserve(buffer_floats(n, world));
+  float* shard = buffer_ + n;  // apart from the arena, which the collective only reads
+  device_.upload(buffer_, arena.data(), n * sizeof(float));
+  if (contract == Contract::kFixedOrder) {
+    fixed_order_.reduce_scatter(buffer_, n, shard, mine.count, op, dtype);
+  } else if (contract == Contract::kExact) {
+    exact_reducer().reduce_scatter(buffer_, n, shard, mine.count, op, dtype);
+  } else {
+    library_sum_reduce_scatter(transport_, device_, buffer_, n, shard, mine.count, op, dtype);
+  }
+  device_.synchronize();
+  // The check, after the collective: each rank's shard (zero-padded to s) to every rank.
+  std::vector<float> own(s, 0.0f);
+  device_.download(own.data(), shard, mine.count * sizeof(float));
+  std::vector<float> shards(s * world);
+  if (s > 0) transport_.all_gather(own.data(), shards.data(), s * sizeof(float));
+  shards.resize(n);
+  return shards;
 }
 
 namespace {
@@ -106,9 +142,14 @@ RankReport run_rank_cases(const RunOptions& options, std::uint32_t rank, std::ui
   RankReport report;
   report.rank = rank;
   report.world = world;
-  std::uint64_t largest = 0;
-  for (const PlannedCase& c : cases) largest = std::max(largest, c.id.count);
-  reducers.reserve(static_cast<std::size_t>(largest));
+  std::size_t largest = 0;
+  for (const PlannedCase& c : cases) {
+    const auto n = static_cast<std::size_t>(c.id.count);
+    largest = std::max(largest, c.id.coll == Collective::kReduceScatter
+                                    ? RankReducers::buffer_floats(n, world)
+                                    : n);
+  }
+  reducers.reserve(largest);
   for (const PlannedCase& c : cases) {
     std::string where = "case " + format_case_id(c.id);
     // Same case and same arena length on every rank before any bytes move: a size mismatch
@@ -133,7 +174,9 @@ RankReport run_rank_cases(const RunOptions& options, std::uint32_t rank, std::ui
         record.case_id = format_case_id(c.id);
         record.contract = contract;
         if (contract == Contract::kLibrarySum) {
-          record.skipped = reducers.transport().library_sum_unavailable(c.id.dtype);
+          record.skipped = c.id.coll == Collective::kReduceScatter
+                               ? reducers.transport().library_reduce_scatter_unavailable(c.id.dtype)
+                               : reducers.transport().library_sum_unavailable(c.id.dtype);
           // Asked for the library's sum alone, of a dtype it cannot sum: bad input, named,
           // exit 2 (every rank throws alike, before anything is sent). Beside the other
           // contracts it is one skipped result among verified ones.
@@ -141,7 +184,7 @@ RankReport run_rank_cases(const RunOptions& options, std::uint32_t rank, std::ui
         }
         for (std::uint32_t k = 0; k < options.iters && !record.skipped; ++k) {
           const std::vector<float> reduced =
-              reducers.reduce_once(arena, contract, c.id.op, c.id.dtype);
+              reducers.reduce_once(arena, contract, c.id.op, c.id.dtype, c.id.coll);
           const Digest digest = digest_values(reduced.data(), reduced.size(), c.id.dtype);
           record.iteration_digests.push_back(digest);
           // Only a result that fails names its element: a passing run streams nothing more.

@@ -34,12 +34,22 @@ class RankReducers {
 
   // Reduces `arena` once under `contract` (collective) and returns the result on the host.
   // bf16/f16: `arena` holds the dtype's values widened, and so does the result.
+  // A reduce-scatter (docs/DESIGN.md §2.6) leaves this rank only its shard; for the case's
+  // digest, every rank's shard is then gathered (an all-gather apart from the collective
+  // under test) and the result is the shards in rank order, the padding dropped.
   std::vector<float> reduce_once(const std::vector<float>& arena, Contract contract, Op op,
-                                 DType dtype = DType::kF32);
+                                 DType dtype = DType::kF32,
+                                 Collective coll = Collective::kAllReduce);
+  // The device buffer a case of n elements needs: its arena, and a reduce-scatter's shard.
+  static std::size_t buffer_floats(std::size_t n, std::uint32_t world);
   // Grows the device buffer to `n` floats now, so a run allocates it once.
   void reserve(std::size_t n);
 
  private:
+  ExactReducer& exact_reducer();
+  std::vector<float> reduce_scatter_once(const std::vector<float>& arena, Contract contract,
+                                         Op op, DType dtype);
+
   Transport& transport_;
   FoldDevice& device_;
   ExactDevice* exact_device_;

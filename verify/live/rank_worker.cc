@@ -107,11 +107,17 @@ RankReport run_inputs(RankSession& s, Op op, InputsExpectation& expected) {
                      std::to_string(s.launch.world) + " ranks accumulates binary32 only, not " +
                      std::string(to_string(dtype)));
   }
+  if (accumulated && s.options.inputs_coll() == Collective::kReduceScatter) {
+    throw InputError("--inputs: spreading " + std::to_string(files.size()) + " files over " +
+                     std::to_string(s.launch.world) +
+                     " ranks accumulates through the all-reduce; --coll reduce-scatter needs "
+                     "one file per rank");
+  }
   for (std::uint32_t k = 0; k < s.options.iters; ++k) {
     const std::vector<float> reduced =
         accumulated
             ? reduce_inputs_accumulated(*s.link.transport, files, s.launch.rank, s.launch.world, op)
-            : s.reducers->reduce_once(arena, contract, op, dtype);
+            : s.reducers->reduce_once(arena, contract, op, dtype, s.options.inputs_coll());
     record.iteration_digests.push_back(digest_values(reduced.data(), reduced.size(), dtype));
   }
   report.records.push_back(record);

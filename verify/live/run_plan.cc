@@ -125,8 +125,16 @@ std::vector<PlannedCase> plan_cases(const RunOptions& options) {
     }
     chosen.swap(of_dtypes);
   }
+  if (!options.coll.empty()) {
+    std::vector<std::size_t> of_coll;
+    for (std::size_t i : chosen) {
+      if (to_string(all.cases[i].id.coll) == options.coll) of_coll.push_back(i);
+    }
+    chosen.swap(of_coll);
+  }
   if (chosen.empty()) {
     if (!options.dtypes.empty()) throw InputError("no selected case has one of the --dtype given");
+    if (!options.coll.empty()) throw InputError("no selected case is a " + options.coll);
     std::string worlds;
     for (std::uint32_t w : options.worlds)
       worlds += (worlds.empty() ? "" : ",") + std::to_string(w);

@@ -35,6 +35,8 @@ struct RunOptions {
   std::string op = "sum";                // with --inputs
   std::vector<std::string> dtypes;       // --dtype: the cases of these dtypes (empty: all);
                                          // with --inputs the files' one (empty: f32)
+  std::string coll;                      // --coll: the cases of this collective (empty: all);
+                                         // with --inputs the one reduced (empty: all-reduce)
   std::string rendezvous;                // shared directory (or REDUCE_VERIFY_RENDEZVOUS)
   std::string job_id;                    // per-launch id (or REDUCE_VERIFY_JOB_ID, launcher ids)
   std::string hostname = kAutoHostname;  // the address Gloo binds (auto: agreed per rank)
@@ -46,6 +48,9 @@ struct RunOptions {
   std::vector<Contract> contracts() const { return contracts_of(contract); }
   // run_selection.h: exact when --contract exact, otherwise fixed-order.
   Contract inputs_contract() const { return inputs_contract_of(contract); }
+  Collective inputs_coll() const {
+    return parse_collective(coll).value_or(Collective::kAllReduce);
+  }
   DType inputs_dtype() const {
     return dtypes.empty() ? DType::kF32 : parse_dtype(dtypes[0]).value_or(DType::kF32);
   }

@@ -1,7 +1,7 @@
-// The Gloo transport's all-reduces: the library-sum contract's float ring and the exact
-// contract's int64 rings (Gloo's own new-style ring allreduce, with Gloo's element
-// functions), each after a length agreement unless the caller vouches for the count, and
-// max_int over the header round.
+// The Gloo transport's library collectives: the library-sum contract's float ring and its
+// reduce-scatter, the exact contract's int64 rings (Gloo's own new-style ring allreduce, with
+// Gloo's element functions), each after a length agreement unless the caller vouches for the
+// count, and max_int over the header round.
 #include <gloo/allreduce.h>
 #include <gloo/context.h>
 #include <gloo/math.h>
@@ -100,6 +100,24 @@ void GlooContextTransport::library_sum_half(void* values, std::size_t n, DType d
     ring_allreduce(where, static_cast<::gloo::float16*>(values), n,
                    static_cast<ReduceFunction>(&::gloo::sum<::gloo::float16>), deadline);
   });
+}
+
+std::optional<std::string> GlooContextTransport::library_reduce_scatter_unavailable(
+    DType dtype) const {
+  if (dtype == DType::kF32) return std::nullopt;
+  return "gloo's reduce-scatter is run on binary32 only here: Debian's Gloo has no bfloat16, "
+         "and its float16 sum drops additions (see library_sum_unavailable)";
+}
+
+void GlooContextTransport::library_reduce_scatter(void* values, std::size_t shard_size,
+                                                  DType dtype) {
+  if (auto reason = library_reduce_scatter_unavailable(dtype)) throw InputError(*reason);
+  // What torch's ProcessGroupGloo runs for reduce_scatter: Gloo's ring allreduce of the whole
+  // buffer, of which each rank keeps its shard (Gloo's own association order). Debian's Gloo
+  // has a reduce-scatter algorithm too, ReduceScatterHalvingDoubling, but only old-style:
+  // bound buffers, which shrink the sockets' send buffers and slow every later transfer on the
+  // pairs about 100× (gloo_transport.h), so it is not used.
+  library_sum(static_cast<float*>(values), shard_size * world_);
 }
 
 void GlooContextTransport::all_reduce_int64(std::int64_t* values, std::size_t n, IntReduction op) {

@@ -42,6 +42,10 @@ class GlooContextTransport final : public Transport {
   void library_sum(float* values, std::size_t n) override;
   void library_sum_half(void* values, std::size_t n, DType dtype) override;
   std::optional<std::string> library_sum_unavailable(DType dtype) const override;
+  // torch's ProcessGroupGloo reduce-scatter: Gloo's ring allreduce, each rank keeping its
+  // shard (binary32; the halves are refused as library_sum_unavailable says).
+  void library_reduce_scatter(void* values, std::size_t shard_size, DType dtype) override;
+  std::optional<std::string> library_reduce_scatter_unavailable(DType dtype) const override;
   std::int64_t max_int(std::int64_t value) override;
   void all_reduce_int64(std::int64_t* values, std::size_t n, IntReduction op) override;
   void all_reduce_int64_counts_agreed(std::int64_t* values, std::size_t n,

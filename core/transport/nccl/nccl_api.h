@@ -23,6 +23,7 @@ struct NcclApi {
   decltype(&ncclBroadcast) broadcast = nullptr;
   decltype(&ncclAllGather) all_gather = nullptr;
   decltype(&ncclAllReduce) all_reduce = nullptr;
+  decltype(&ncclReduceScatter) reduce_scatter = nullptr;
 };
 
 }  // namespace rv

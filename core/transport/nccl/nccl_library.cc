@@ -83,6 +83,7 @@ const NcclLibrary& NcclLibrary::load(const std::string& file) {
     resolve(handle, file, "ncclBroadcast", api.broadcast);
     resolve(handle, file, "ncclAllGather", api.all_gather);
     resolve(handle, file, "ncclAllReduce", api.all_reduce);
+    resolve(handle, file, "ncclReduceScatter", api.reduce_scatter);
   } catch (...) {
     dlclose(handle);  // nothing of it ran: safe to unload
     throw;

@@ -197,6 +197,23 @@ void NcclTransport::library_sum_half(void* values, std::size_t n, DType dtype) {
   complete(what);
 }
 
+// The library-sum contract's reduce-scatter (docs/DESIGN.md §2.6): ncclReduceScatter with
+// NCCL's own sum and association order, in place (rank r's shard lands at r × shard_size, the
+// layout NCCL defines as in place). The caller widens and finishes the mean.
+void NcclTransport::library_reduce_scatter(void* values, std::size_t shard_size, DType dtype) {
+  const ncclDataType_t type = dtype == DType::kF32    ? ncclFloat32
+                              : dtype == DType::kBF16 ? ncclBfloat16
+                                                      : ncclFloat16;
+  const std::size_t element = dtype == DType::kF32 ? 4 : 2;
+  const char* what = "library reduce-scatter (ncclReduceScatter)";
+  const cuda_detail::ScopedDevice scope(device_);
+  begin(what);
+  if (shard_size == 0) return;
+  void* own = static_cast<char*>(values) + rank_ * shard_size * element;
+  check_enqueue(api().reduce_scatter(values, own, shard_size, type, ncclSum, comm_, stream_), what);
+  complete(what);
+}
+
 void NcclTransport::all_reduce_int64(std::int64_t* values, std::size_t n, IntReduction op) {
   const cuda_detail::ScopedDevice scope(device_);
   const char* what =

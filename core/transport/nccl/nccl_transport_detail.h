@@ -46,6 +46,11 @@ class NcclTransport final : public Transport {
   std::optional<std::string> library_sum_unavailable(DType) const override {
     return std::nullopt;
   }
+  // ncclReduceScatter in place (f32, bf16, f16: NCCL's own arithmetic).
+  void library_reduce_scatter(void* values, std::size_t shard_size, DType dtype) override;
+  std::optional<std::string> library_reduce_scatter_unavailable(DType) const override {
+    return std::nullopt;
+  }
   std::int64_t max_int(std::int64_t value) override;
   void all_reduce_int64(std::int64_t* values, std::size_t n, IntReduction op) override;
 
