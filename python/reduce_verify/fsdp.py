@@ -15,8 +15,11 @@ shard (row r from rank r), and the table is reduced elementwise by the stacked f
 stacked exact reduction, so each shard element has the bits the all-reduce of the same contract
 gives at that index (DESIGN §2.6).
 
-Ops as FSDP passes them: AVG (the mean over W), SUM, PREMUL_SUM(1 / n) for an integer n (the
-mean over n: exact only, unless n is W or 1). Any other op is refused by name.
+register() has FSDP scale nothing and pass SUM (every dtype: float16's pre- and post-division
+too), and the comm applies register's op: the mean over W (or over the step's micro-batches),
+or the sum. Called otherwise, the comm reads ops as FSDP passes them: AVG (the mean over W),
+SUM, PREMUL_SUM(1 / n) for an integer n (the mean over n: exact only, unless n is W or 1). Any
+other op is refused by name.
 
 Accumulation (exact only): between micro_batch(last=False) and the last micro-batch, every
 micro-batch's table is added, row by row, into an exact accumulator of the shard (the C ABI's
@@ -44,9 +47,13 @@ from .tensors import DTYPES, SUPPORTED, check_raw, reduce_stacked_into
 
 CONTRACTS = ("fixed-order", "exact")
 _MAGIC = 0x52564653  # "RVFS"
-FIELDS = ("magic", "contract", "op", "divisor", "world", "input length", "output length",
+FIELDS = ("magic", "contract", "FSDP settings", "op", "divisor", "world", "input length", "output length",
           "dtype", "call", "accumulating", "micro-batch", "last", "contributes")
-_PER_RANK = ("contributes",)  # fields that may differ between ranks (an uneven split)
+_PER_RANK = ("contributes",)
+# What register() set on FSDP, or refuses to see set: the reduced gradients pass FSDP unscaled.
+_SETTINGS = ("set_gradient_divide_factor (register set 1.0)",
+             "set_force_sum_reduction_for_comms (register set True)",
+             "set_all_reduce_hook (register saw none)")  # fields that may differ between ranks (an uneven split)
 _OP_SUM, _OP_MEAN, _OP_UNDEFINED = 0, 1, -1
 _MAX_DIVISOR = 1 << 20  # the exact contract's mean (DESIGN §11)
 # The torches it was run on; older ones may have the setter too (torch 1.13 has no FSDP2).
@@ -66,15 +73,16 @@ def _minimum_torch() -> Any:
     return FSDPModule
 
 
-def parse_op(op: Any, world: int) -> Tuple[int, int, str]:
-    """(op code, divisor, name) of a ReduceOp FSDP passes: AVG is a mean over W, SUM a sum,
-    PREMUL_SUM(f) a sum when f is 1 and a mean over n when f is exactly 1 / n; anything else
-    (code _OP_UNDEFINED) is refused once the ranks agreed."""
+def parse_op(op: Any, world: int, sum_means: str = "sum") -> Tuple[int, int, str]:
+    """(op code, divisor, name) of a ReduceOp FSDP passes: AVG is a mean over W, SUM what
+    `sum_means` says (register() has FSDP pass SUM and scale nothing: "mean" is then the mean
+    over W), PREMUL_SUM(f) a sum when f is 1 and a mean over n when f is exactly 1 / n;
+    anything else (code _OP_UNDEFINED) is refused once the ranks agreed."""
     kind = getattr(op, "op", op)  # a ReduceOp with a factor carries its RedOpType in .op
     factor = getattr(op, "factor", None)
     name = str(kind).split(".")[-1]
     if kind == dist.ReduceOp.SUM:
-        return _OP_SUM, 0, name
+        return (_OP_MEAN, world, name) if sum_means == "mean" else (_OP_SUM, 0, name)
     if kind == dist.ReduceOp.AVG:
         return _OP_MEAN, world, name
     if kind == dist.ReduceOp.PREMUL_SUM and isinstance(factor, float) and factor > 0:
@@ -92,10 +100,13 @@ class ReduceScatter:
     __call__). Made by register(); one per module, since each holds its module's shard
     accumulator."""
 
-    def __init__(self, contract: str, name: str, reduction: "FSDPReduction"):
+    def __init__(self, contract: str, name: str, reduction: "FSDPReduction", sum_means: str,
+                 param_group: Any = None):
         self.contract = contract
         self.name = name
+        self.sum_means = sum_means
         self._reduction = reduction
+        self._param_group = param_group  # FSDP's FSDPParamGroup, whose settings are checked
         self._calls = 0
         self._accumulator: Optional[ctypes.c_void_p] = None
         self._accumulator_shape: Tuple[int, str] = (0, "")
@@ -115,18 +126,24 @@ class ReduceScatter:
             raise Unsupported(f"{self.name}: reduce_verify.fsdp reduces synchronously; FSDP "
                               "passed async_op=True")
         world = dist.get_world_size(group)
-        code, divisor, op_name = parse_op(op, world)
+        code, divisor, op_name = parse_op(op, world, self.sum_means)
+        settings = self._settings()
         phase = self._reduction._phase
         dtype = DTYPES[input_tensor.dtype][0] if input_tensor.dtype in DTYPES else -1
         call = self._calls
         self._calls += 1
-        record = [_MAGIC, CONTRACTS.index(self.contract), code, divisor, world,
+        record = [_MAGIC, CONTRACTS.index(self.contract), settings, code, divisor, world,
                   input_tensor.numel(), output_tensor.numel(), dtype, call,
                   int(phase is not None), phase[0] if phase else 0,
                   int(phase[1]) if phase else 0, int(phase[2]) if phase else 1]
         rows = self._agree(record, group, input_tensor.device)
         what = f"{self.name} (call {call})"
         # The ranks hold the same record: what follows raises on every rank or on none.
+        if settings:
+            changed = [text for bit, text in enumerate(_SETTINGS) if settings >> bit & 1]
+            raise InputError(f"{what}: FSDP's {', '.join(changed)} changed after register(): "
+                             "FSDP would scale or reduce the gradients itself; nothing falls "
+                             "back to FSDP's reduction")
         if dtype < 0:
             raise InputError(f"{what}: the gradients are {input_tensor.dtype}; the contracts "
                              f"are defined on {SUPPORTED} only (MixedPrecisionPolicy("
@@ -169,6 +186,15 @@ class ReduceScatter:
         self._finish(output_tensor, code, count)
         return None
 
+    def _settings(self) -> int:
+        """The FSDP settings register() made that have changed since, as bits of _SETTINGS."""
+        group = self._param_group
+        if group is None:
+            return 0
+        return (int(group.gradient_divide_factor != 1.0) |
+                int(not group.force_sum_reduction_for_comms) << 1 |
+                int(getattr(group, "_all_reduce_hook", None) is not None) << 2)
+
     def _agree(self, record: List[int], group: dist.ProcessGroup,
                device: torch.device) -> List[List[int]]:
         world = dist.get_world_size(group)
@@ -176,7 +202,8 @@ class ReduceScatter:
         mine = torch.tensor(record, dtype=torch.int64, device=comm_device)
         gathered = [torch.empty_like(mine) for _ in range(world)]
         work = _collectives.launch(dist.all_gather, gathered, mine, group=group)
-        _wait(work, comm_device, self._reduction.agreement_timeout, record[8], record[8])
+        call = record[FIELDS.index("call")]
+        _wait(work, comm_device, self._reduction.agreement_timeout, call, call)
         rows = [row.tolist() for row in gathered]
         compared = [[v for f, v in zip(FIELDS, row) if f not in _PER_RANK] for row in rows]
         if any(row != compared[0] for row in compared):
@@ -281,16 +308,26 @@ class FSDPReduction:
         self._next_micro_batch = 0
 
 
-def register(model: torch.nn.Module, contract: str = "fixed-order",
+def register(model: torch.nn.Module, contract: str = "fixed-order", op: str = "mean",
              agreement_timeout: float = 300.0) -> FSDPReduction:
     """Gives every FSDPModule in `model` (fully_shard applied) a reduce-scatter under
     `contract`, after checking what it will reduce: one parameter group per module (FSDP's
     setter refuses several), parameters and reduce dtype float32, bfloat16 or float16, cpu or
-    cuda. Raises InputError naming the module or parameter; sets nothing unless every module
-    passes. Returns the FSDPReduction whose micro_batch() drives exact accumulation."""
+    cuda, a one-dimensional mesh of two ranks or more (HSDP would all-reduce our shards in
+    float; a world of one calls no reduce-scatter). Raises InputError naming the module or
+    parameter; sets nothing unless every module passes. op "mean" (FSDP's default: over the W
+    ranks, or over the step's micro-batches when accumulating) or "sum".
+
+    FSDP is set to scale nothing itself (set_gradient_divide_factor(1.0),
+    set_force_sum_reduction_for_comms(True): it then passes SUM in every dtype, and float16's
+    pre- and post-division are gone), so the mean is the contract's, rounded once. Changing those
+    settings afterwards is refused at the next reduce-scatter. Returns the FSDPReduction whose
+    micro_batch() drives exact accumulation."""
     fsdp_module = _minimum_torch()
     if contract not in CONTRACTS:
         raise InputError(f"contract {contract!r}: fixed-order or exact")
+    if op not in ("mean", "sum"):
+        raise InputError(f"op {op!r}: mean or sum")
     if not dist.is_initialized():
         raise InputError("torch.distributed has no process group: init_process_group first")
     modules = [(name or "<root>", m) for name, m in model.named_modules()
@@ -307,6 +344,15 @@ def register(model: torch.nn.Module, contract: str = "fixed-order",
         if not groups:
             continue
         group = groups[0]
+        mesh_info = group.mesh_info
+        if hasattr(mesh_info, "replicate_process_group") or not hasattr(mesh_info,
+                                                                        "shard_mesh_size"):
+            raise InputError(f"FSDP module {name} is on a {type(mesh_info).__name__} mesh: "
+                             "HSDP and replication would all-reduce the shards in float "
+                             "(one-dimensional FSDP meshes only)")
+        if mesh_info.shard_mesh_size < 2:
+            raise InputError(f"FSDP module {name} is sharded over one rank: FSDP calls no "
+                             "reduce-scatter there (ExactGradAccumulator serves a world of one)")
         policy = group.mp_policy
         for fsdp_param in group.fsdp_params:
             p = fsdp_param.sharded_param
@@ -322,9 +368,11 @@ def register(model: torch.nn.Module, contract: str = "fixed-order",
                 raise Unsupported(f"{where} is on {p.device}, but this libreduce_verify_c.so "
                                   f"was built without CUDA ({_library.library_info()})")
             reduction._parameters.append(p)
-        chosen.append((name, module))
-    for name, module in chosen:
-        comm = ReduceScatter(contract, name, reduction)
+        chosen.append((name, module, group))
+    for name, module, group in chosen:
+        comm = ReduceScatter(contract, name, reduction, op, group)
+        module.set_gradient_divide_factor(1.0)
+        module.set_force_sum_reduction_for_comms(True)
         module.set_custom_reduce_scatter(comm)
         reduction.comms.append(comm)
     return reduction

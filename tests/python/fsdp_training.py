@@ -288,12 +288,18 @@ def errors(rank, world):
         reduction.micro_batch(last=True)
     outcome("fixed-order-accumulation", fixed_order_accumulation)
 
-    def premul_factor():
-        # FSDP itself passes PREMUL_SUM(1 / 2.5): a scale that is no mean over a count.
+    def undefined_factor():
+        _, reduction = comm_of()
+        reduction.comms[0](torch.empty(4), torch.zeros(4 * world), dist.group.WORLD,
+                           dist.ReduceOp.PREMUL_SUM(0.3))
+    outcome("premul-sum-0.3", undefined_factor)
+
+    def divide_factor():
+        # After register(), FSDP would divide our shards by 2.5 itself: refused in backward.
         model, _ = comm_of()
         model.set_gradient_divide_factor(2.5)
         model(torch.ones(2, 8)).sum().backward()
-    outcome("premul-sum-2.5", premul_factor)
+    outcome("divide-factor-2.5", divide_factor)
     return results
 
 
@@ -317,7 +323,8 @@ def contract_checks(rank, world):
                    ("PREMUL_SUM(1/W)", dist.ReduceOp.PREMUL_SUM(1.0 / world), "mean")]
             if contract == "exact":
                 ops.append(("PREMUL_SUM(1/3)", dist.ReduceOp.PREMUL_SUM(1.0 / 3), "mean-3"))
-            reduction = reduce_verify.fsdp.register(model, contract=contract)
+            # op "sum": the SUM FSDP passes is a sum (register's default reads it as the mean).
+            reduction = reduce_verify.fsdp.register(model, contract=contract, op="sum")
             for name, op, meaning in ops:
                 generator = torch.Generator().manual_seed(100 + rank)
                 mine = (torch.randn(world * s, generator=generator) *

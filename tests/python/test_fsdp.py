@@ -9,12 +9,12 @@ step) ends with one final parameter digest (FSDP: the gathered full parameters) 
 step; every rank of a run ends with it; ZeRO-1 under the exact DDP hook ends where DDP under it
 does (K = 1); each mutant changes the digest (the norm summed in float, the micro-batches
 accumulated in float, each shard reduced by the wrong rank); bad input (several parameter
-groups, float64, ReduceOp.MAX, a PREMUL_SUM factor that is no mean, ranks whose layouts differ,
-fixed-order accumulation) raises a named error on every rank; every shard our reduce-scatter
-writes has the all-reduce's bits at its indices (f32, bf16, f16; fixed-order and exact; AVG,
-SUM, PREMUL_SUM; accumulation). Reported, not asserted: the distinct digests of torch's own
-paths (float accumulation, FSDP's and DDP's reduction, torch.nn.utils.clip_grad_norm_) over the
-same splits.
+groups, float64, ReduceOp.MAX, a PREMUL_SUM factor that is no mean, FSDP's divide factor changed
+after register, ranks whose layouts differ, fixed-order accumulation) raises a named error on
+every rank; every shard our reduce-scatter writes has the all-reduce's bits at its indices (f32,
+bf16, f16; fixed-order and exact; AVG, SUM, PREMUL_SUM; accumulation). Reported, not asserted:
+the distinct digests of torch's own paths (float accumulation, FSDP's and DDP's reduction,
+torch.nn.utils.clip_grad_norm_) over the same splits.
 
 Each world's processes are started here with a deadline: a world that does not exit fails."""
 
@@ -181,7 +181,8 @@ class FSDP(unittest.TestCase):
                     "op-max": ("InputError", "MAX"),
                     "layouts-differ": ("WorldDisagreement", "rank(s) 1"),
                     "fixed-order-accumulation": ("InputError", "exact only"),
-                    "premul-sum-2.5": ("InputError", "PREMUL_SUM(0.4)")}
+                    "premul-sum-0.3": ("InputError", "PREMUL_SUM(0.3)"),
+                    "divide-factor-2.5": ("InputError", "set_gradient_divide_factor")}
         for rank, results in enumerate(self.results["errors"]):
             for case, (kind, words) in expected.items():
                 outcome = results["errors"][case]
