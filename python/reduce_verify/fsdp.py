@@ -47,13 +47,13 @@ from .tensors import DTYPES, SUPPORTED, check_raw, reduce_stacked_into
 
 CONTRACTS = ("fixed-order", "exact")
 _MAGIC = 0x52564653  # "RVFS"
-FIELDS = ("magic", "contract", "FSDP settings", "op", "divisor", "world", "input length", "output length",
-          "dtype", "call", "accumulating", "micro-batch", "last", "contributes")
-_PER_RANK = ("contributes",)
+FIELDS = ("magic", "contract", "FSDP settings", "op", "divisor", "world", "input length",
+          "output length", "dtype", "call", "accumulating", "micro-batch", "last", "contributes")
+_PER_RANK = ("contributes",)  # fields that may differ between ranks (an uneven split)
 # What register() set on FSDP, or refuses to see set: the reduced gradients pass FSDP unscaled.
 _SETTINGS = ("set_gradient_divide_factor (register set 1.0)",
              "set_force_sum_reduction_for_comms (register set True)",
-             "set_all_reduce_hook (register saw none)")  # fields that may differ between ranks (an uneven split)
+             "set_all_reduce_hook (register saw none)")
 _OP_SUM, _OP_MEAN, _OP_UNDEFINED = 0, 1, -1
 _MAX_DIVISOR = 1 << 20  # the exact contract's mean (DESIGN §11)
 # The torches it was run on; older ones may have the setter too (torch 1.13 has no FSDP2).
