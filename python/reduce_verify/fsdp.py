@@ -254,8 +254,8 @@ class ReduceScatter:
 
     def _finish(self, output: torch.Tensor, code: int, count: int) -> None:
         lib = _library.library()
-        out = output if output.is_contiguous() else torch.empty_like(output,
-                                                                     memory_format=torch.contiguous_format)
+        out = output if output.is_contiguous() else torch.empty(
+            output.shape, dtype=output.dtype, device=output.device)
         c_op = _library.OP_MEAN if code == _OP_MEAN else _library.OP_SUM
         _library.check(lib.rv_accumulator_finish_alone(
             self._accumulator, c_op, count if code == _OP_MEAN else 0, DTYPES[output.dtype][0],
