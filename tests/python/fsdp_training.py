@@ -51,6 +51,9 @@ VOCAB = 1024
 WIDTH = 256
 LEARNING_RATE = 1e-3
 MAX_NORM = 0.5  # below the block's gradient norm: clipping acts
+# FSDP_DEVICE=cuda (test_fsdp_gpu.py): rank r trains on GPU r over NCCL; the bad-input and
+# contract checks stay on the CPU.
+DEVICE = torch.device("cpu")
 
 
 class Block(torch.nn.Module):
@@ -79,7 +82,7 @@ def micro_batch(step, index):
 
 
 def loss_of(model, step, index):
-    x, y = micro_batch(step, index)
+    x, y = (t.to(DEVICE) for t in micro_batch(step, index))
     return torch.nn.functional.cross_entropy(model(x).reshape(-1, VOCAB), y.reshape(-1))
 
 
@@ -137,8 +140,8 @@ class RotatedRows:
 def fsdp_model(world):
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
-    model = make_model()
-    mesh = init_device_mesh("cpu", (world,))
+    model = make_model().to(DEVICE)
+    mesh = init_device_mesh(DEVICE.type, (world,))
     fully_shard(model.layer, mesh=mesh)
     fully_shard(model, mesh=mesh)
     return model
@@ -149,10 +152,11 @@ def train(run, rank, world):
     split = run.get("split", "even")
     default = mode.endswith("-default")
     base = mode[:-len("-default")] if default else mode
-    model = fsdp_model(world) if base == "fsdp" else make_model()
+    model = fsdp_model(world) if base == "fsdp" else make_model().to(DEVICE)
     forward = model
     if base in ("ddp", "zero1", "ddp-hook", "zero1-hook"):
-        forward = torch.nn.parallel.DistributedDataParallel(model)
+        forward = torch.nn.parallel.DistributedDataParallel(
+            model, device_ids=None if DEVICE.type == "cpu" else [DEVICE])
     if base in ("zero1", "zero1-hook"):
         from torch.distributed.optim import ZeroRedundancyOptimizer
         optimizer = ZeroRedundancyOptimizer(model.parameters(), optimizer_class=torch.optim.AdamW,
@@ -397,15 +401,22 @@ def _exact_mean_over(table, divisor):
 
 
 def main():
+    global DEVICE
     folder = pathlib.Path(sys.argv[1])
     runs = json.loads(sys.argv[2])
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     torch.set_num_threads(1)
+    backend = "gloo"
+    if os.environ.get("FSDP_DEVICE") == "cuda":
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # deterministic cuBLAS
+        DEVICE = torch.device("cuda", rank)
+        torch.cuda.set_device(DEVICE)
+        backend = "nccl"
     torch.use_deterministic_algorithms(True)
     results = {}
     try:
         if world > 1 or any(run["mode"] in ("errors", "contract") for run in runs):
-            dist.init_process_group("gloo", init_method=f"file://{folder / 'store'}", rank=rank,
+            dist.init_process_group(backend, init_method=f"file://{folder / 'store'}", rank=rank,
                                     world_size=world)
         for run in runs:
             if run["mode"] == "errors":
