@@ -309,7 +309,7 @@ class FSDPReduction:
 
 
 def register(model: torch.nn.Module, contract: str = "fixed-order", op: str = "mean",
-             agreement_timeout: float = 300.0) -> FSDPReduction:
+             agreement_timeout: float = 300.0, trail: Any = None) -> FSDPReduction:
     """Gives every FSDPModule in `model` (fully_shard applied) a reduce-scatter under
     `contract`, after checking what it will reduce: one parameter group per module (FSDP's
     setter refuses several), parameters and reduce dtype float32, bfloat16 or float16, cpu or
@@ -321,7 +321,9 @@ def register(model: torch.nn.Module, contract: str = "fixed-order", op: str = "m
     FSDP is set to scale nothing itself (set_gradient_divide_factor(1.0),
     set_force_sum_reduction_for_comms(True): it then passes SUM in every dtype, and float16's
     pre- and post-division are gone), so the mean is the contract's, rounded once. Changing those
-    settings afterwards is refused at the next reduce-scatter. Returns the FSDPReduction whose
+    settings afterwards is refused at the next reduce-scatter. trail: a reduce_verify.Trail
+    that records every call's input and shard digests as the step's buckets (its end_step
+    takes model.parameters(): FSDP's are digested whole). Returns the FSDPReduction whose
     micro_batch() drives exact accumulation."""
     fsdp_module = _minimum_torch()
     if contract not in CONTRACTS:
@@ -373,6 +375,11 @@ def register(model: torch.nn.Module, contract: str = "fixed-order", op: str = "m
         comm = ReduceScatter(contract, name, reduction, op, group)
         module.set_gradient_divide_factor(1.0)
         module.set_force_sum_reduction_for_comms(True)
-        module.set_custom_reduce_scatter(comm)
+        if trail is not None:
+            module.set_custom_reduce_scatter(trail.wrap_reduce_scatter(
+                comm, f"reduce_verify.fsdp.ReduceScatter({contract}, {op})",
+                [fsdp_param.sharded_param for fsdp_param in group.fsdp_params]))
+        else:
+            module.set_custom_reduce_scatter(comm)
         reduction.comms.append(comm)
     return reduction

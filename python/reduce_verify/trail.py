@@ -393,6 +393,25 @@ class Trail:
         trail_hook.__name__ = trail_hook.__qualname__ = f"trail({self.hooks[-1]})"
         return trail_hook
 
+    def wrap_reduce_scatter(self, comm: Any, name: str,
+                            parameters: Sequence[torch.Tensor] = ()) -> "TrailedReduceScatter":
+        """An FSDP2 reduce-scatter (torch's ReduceScatter protocol, for
+        FSDPModule.set_custom_reduce_scatter) that runs `comm` and records each call as the
+        step's next bucket: every rank's input digest (its gradients laid out (W, s)) and its
+        shard's digest. `parameters`: the module's, in FSDP's order (the bucket's layout).
+        reduce_verify.fsdp.register(..., trail=) wraps its comms so."""
+        self._layouts.clear()
+        if name not in self.hooks:
+            self.hooks.append(name)
+        return TrailedReduceScatter(self, comm, tuple(id(p) for p in parameters))
+
+    def _record_call(self, numel: int, input_digest: Digest, result_digest: Digest,
+                     order: Tuple[int, ...]) -> None:
+        """A reduce-scatter call, recorded as the step's next bucket (FSDP calls its modules'
+        reduce-scatters in one order on every rank)."""
+        with self._lock:
+            self._buckets[len(self._buckets)] = (numel, input_digest, result_digest, order)
+
     def _record_bucket(self, index: int, buffer: torch.Tensor, input_digest: Digest,
                        result_digest: Digest, order: Tuple[int, ...]) -> None:
         with self._lock:
@@ -501,7 +520,10 @@ class Trail:
         pre-hook): code that writes parameters outside the optimizer before its next step
         passes no optimizer here (docs/DESIGN.md §12, Streams)."""
         given = list(parameters)
-        parameters = [p.detach() for p in given]
+        # FSDP's DTensor parameters are digested whole (an all-gather, on every rank): the
+        # digest a DDP run or one process gives for the same values.
+        parameters = [p.full_tensor().detach() if hasattr(p, "full_tensor") else p.detach()
+                      for p in given]
         side = self._parameter_stream(parameters, optimizer)
         if side is None:
             digests = self._parameter_digests(parameters, optimizer)
@@ -725,6 +747,27 @@ class Trail:
         self._kind = state.get("digest")
         self._side_of = {}  # decided again under the checkpoint's kind
         self._chain.cut_after(state["records"], state["head"], write=self._is_writer())
+
+
+class TrailedReduceScatter:
+    """Trail.wrap_reduce_scatter's comm: `comm`'s reduce-scatter, each call's input and shard
+    digested (on a GPU, on the stream FSDP runs the call on) and recorded."""
+
+    def __init__(self, trail: Trail, comm: Any, order: Tuple[int, ...]):
+        self.trail, self.comm, self.order = trail, comm, order
+
+    def allocate(self, size: Any, *, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+        return self.comm.allocate(size, dtype=dtype, device=device)
+
+    def __call__(self, output_tensor: torch.Tensor, input_tensor: torch.Tensor,
+                 group: dist.ProcessGroup, op: Any, async_op: bool = False) -> Any:
+        input_digest = self.trail._digest(input_tensor)
+        work = self.comm(output_tensor, input_tensor, group, op, async_op)
+        if work is not None:
+            work.wait()  # the shard is digested next
+        self.trail._record_call(input_tensor.numel(), input_digest,
+                                self.trail._digest(output_tensor), self.order)
+        return None
 
 
 def _layout_of(order: Tuple[int, ...], position: Dict[int, int]) -> bytes:

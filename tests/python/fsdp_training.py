@@ -20,6 +20,9 @@ does not depend on the rank that computes it (docs/DESIGN.md §11). Runs (RUNS_J
                 set_requires_gradient_sync(False)), the loss scaled by W / 8, FSDP's or DDP's
                 reduction, torch.nn.utils.clip_grad_norm_.
 
+trail: a file name in FOLDER: the run keeps a reduce_verify.Trail there (FSDP: through
+register(..., trail=)).
+
 split: the micro-batches per rank ("even": 8 / W each; or a list such as [3, 3, 2], dealt from
 a per-step shuffle). A rank with fewer micro-batches than another runs the others' extra
 backward passes with contributes=False (FSDP needs every rank in every collective).
@@ -163,11 +166,14 @@ def train(run, rank, world):
                                             lr=LEARNING_RATE)
     else:
         optimizer = torch.optim.AdamW(model.parameters(), lr=LEARNING_RATE)
-    accumulator = reduction = None
+    accumulator = reduction = trail = None
+    if run.get("trail"):  # a reduce_verify.Trail of the run, for `reduce-verify audit`
+        trail = reduce_verify.Trail(pathlib.Path(sys.argv[1]) / run["trail"],
+                                    dist.group.WORLD if dist.is_initialized() else None)
     if base in ("ddp-hook", "zero1-hook"):
         reduce_verify.ddp.register(forward, reduce_verify.ddp.exact_hook)
     elif base == "fsdp" and not default:
-        reduction = reduce_verify.fsdp.register(model, contract="exact")
+        reduction = reduce_verify.fsdp.register(model, contract="exact", trail=trail)
         if mutant == "wrong-shard":
             for module in model.modules():
                 comm = getattr(module, "_get_fsdp_state", None) and \
@@ -232,6 +238,10 @@ def train(run, rank, world):
             norm = reduce_verify.clip_grad_norm_(model.parameters(), MAX_NORM)
         norms.append(float(norm))
         optimizer.step()
+        if trail is not None:
+            trail.end_step(model.parameters(), optimizer)
+    if trail is not None:
+        trail.close()
     return {"digest": full_digest(model.parameters()), "norms": norms,
             "parameters": sum(p.numel() for p in make_model().parameters())}
 

@@ -41,10 +41,12 @@ except Exception as missing:  # torch 1.13's fsdp package does not even import o
 HERE = pathlib.Path(__file__).resolve().parent
 SCRIPT = HERE / "fsdp_training.py"
 DEADLINE = 240  # seconds for one world, start to exit
+TOOL = os.environ.get("REDUCE_VERIFY", "reduce-verify")
 
 OURS = {
     1: [{"name": "single 1x8", "mode": "single"}],
-    2: [{"name": "ddp 2x4", "mode": "ddp"}, {"name": "fsdp 2x4", "mode": "fsdp"},
+    2: [{"name": "ddp 2x4", "mode": "ddp", "trail": "ddp.trail"},
+        {"name": "fsdp 2x4", "mode": "fsdp", "trail": "fsdp.trail"},
         {"name": "zero1 2x4", "mode": "zero1"}],
     4: [{"name": "ddp 4x2", "mode": "ddp"}, {"name": "fsdp 4x2", "mode": "fsdp"},
         {"name": "fsdp 3+2+2+1", "mode": "fsdp", "split": [3, 2, 2, 1]}],
@@ -60,12 +62,19 @@ DEFAULTS = {
 }
 MUTANTS = {
     2: [{"name": "mutant accumulate-float 2x4", "mode": "fsdp", "mutant": "accumulate-float"},
-        {"name": "mutant wrong-shard 2x4", "mode": "fsdp", "mutant": "wrong-shard"},
+        {"name": "mutant wrong-shard 2x4", "mode": "fsdp", "mutant": "wrong-shard",
+         "trail": "wrong-shard.trail"},
         {"name": "ddp-hook 2x1", "mode": "ddp-hook"}, {"name": "zero1-hook 2x1",
                                                        "mode": "zero1-hook"}],
     4: [{"name": "mutant norm-float 4x2", "mode": "fsdp", "mutant": "norm-float"}],
 }
 ERRORS = [{"name": "contract", "mode": "contract"}, {"name": "errors", "mode": "errors"}]
+
+
+def audit(a, b):
+    done = subprocess.run([TOOL, "audit", str(a), str(b)], capture_output=True, text=True,
+                          timeout=60)
+    return done.returncode, done.stdout, done.stderr
 
 
 def start_world(world, runs, folder):
@@ -113,6 +122,7 @@ class FSDP(unittest.TestCase):
         cls.temp = tempfile.TemporaryDirectory(prefix="rv-fsdp-")
         root = pathlib.Path(cls.temp.name)
         cls.results = {}
+        cls.folders = {}
         started = time.monotonic()
         # Two worlds at a time at most (the CI box has 2 cores): 4 with 1 + errors' 2, then 3
         # and 2.
@@ -125,6 +135,7 @@ class FSDP(unittest.TestCase):
             for key, runs in batch:
                 world = 2 if key == "errors" else key
                 folder = root / f"w{key}"
+                cls.folders[key] = folder
                 running.append((key, world, start_world(world, runs, folder), folder))
             deadline = time.monotonic() + DEADLINE
             for key, world, ranks, folder in running:
@@ -199,6 +210,20 @@ class FSDP(unittest.TestCase):
             self.assertEqual(len(checks), 27)
             self.assertEqual({k: v for k, v in checks.items() if v}, {},
                              f"rank {rank}: elements that differ from the all-reduce's")
+
+    def test_the_trail_sees_fsdp(self):
+        # FSDP's trail (every reduce-scatter call a bucket, the full parameters each step)
+        # audits equal to DDP's: the parameters agree at every step, the buckets differ.
+        folder = self.folders[2]
+        code, out, err = audit(folder / "fsdp.trail", folder / "ddp.trail")
+        self.assertEqual(code, 0, out + err)
+        self.assertIn("10 steps agree", out)
+        # The wrong-shard mutant's run parts at step 0, at its first reduce-scatter.
+        code, out, err = audit(folder / "fsdp.trail", folder / "wrong-shard.trail")
+        self.assertEqual(code, 1, out + err)
+        self.assertIn("step 0, bucket 0", out)
+        print(f"\naudit of FSDP against its wrong-shard mutant: {out.splitlines()[0]}",
+              file=sys.stderr)
 
     def test_report_torch_own_paths(self):
         seen = {}
