@@ -22,6 +22,11 @@ matrices=(
   'dtype=bf16,f16;w=2,4,8;n=65536,131101;dist=all;seed=11;op=sum,mean'
   'dtype=bf16,f16;w=64,256;n=100003;dist=normal,cancel,exact;seed=5;op=sum,mean'
   'dtype=bf16,f16;w=2;n=16777259;dist=normal;seed=3;op=sum'
+  # The reduce-scatter (issue 38, docs/DESIGN.md §2.6): the same W × N × distribution spread
+  # in all three dtypes (n = 0 and n < W give empty shards; 1000 and 4099 uneven ones), and
+  # 2^20 + 3 elements at W = 3 and 8. Appended: every all-reduce line keeps its place.
+  'coll=reduce-scatter;dtype=f32,bf16,f16;w=1,2,3,4,5,7,8,16,64,256;n=0,1,3,1000,4099;dist=all;seed=1;op=sum,mean'
+  'coll=reduce-scatter;dtype=f32,bf16,f16;w=3,8;n=1048579;dist=normal,special;seed=1;op=mean'
 )
 for contract in fixed-order exact; do
   args=()
