@@ -4,7 +4,9 @@
 #include <string>
 
 #include "core/cuda/cuda_check.h"
+#include "core/cuda/dtype_kernel.h"
 #include "core/cuda/exact_kernel.h"
+#include "core/cuda/half_stacked_kernel.h"
 #include "core/error.h"
 
 namespace rv {
@@ -24,13 +26,55 @@ CudaExactDevice::CudaExactDevice(const CudaFoldDevice& fold_device)
     : device_(fold_device.device()), stream_(fold_device.stream()), name_(fold_device.name()) {}
 
 CudaExactDevice::~CudaExactDevice() {
-  if (slots_ == nullptr) return;
+  if (slots_ == nullptr && half_scratch_ == nullptr) return;
   int previous = -1;
   const bool restore = cudaGetDevice(&previous) == cudaSuccess && previous != device_;
   if (restore) (void)cudaSetDevice(device_);
   (void)cudaStreamSynchronize(as_stream(stream_));  // a round may still read the slots
-  (void)cudaFree(slots_);
+  if (slots_ != nullptr) (void)cudaFree(slots_);
+  if (half_scratch_ != nullptr) (void)cudaFree(half_scratch_);
   if (restore) (void)cudaSetDevice(previous);
+}
+
+float* CudaExactDevice::allocate_values(std::size_t n) {
+  const cuda_detail::ScopedDevice scope(device_);
+  void* p = nullptr;
+  RV_CUDA_CHECK(cudaMalloc(&p, (n ? n : 1) * sizeof(float)));
+  return static_cast<float*>(p);
+}
+
+void CudaExactDevice::free_values(float* p) {
+  if (p == nullptr) return;
+  const cuda_detail::ScopedDevice scope(device_);
+  RV_CUDA_CHECK(cudaFree(p));  // waits for the device: no kernel still reads p
+}
+
+void CudaExactDevice::reduce_stacked(const float* stacked, std::uint32_t world,
+                                     std::size_t slot_stride, std::size_t n, Op op, float* out,
+                                     DType dtype) {
+  const cuda_detail::ScopedDevice scope(device_);
+  if (n == 0) return;
+  if (dtype == DType::kF32) {
+    launch_exact_reduce_stacked(stacked, world, slot_stride, n, op, out, stream_);
+    return;
+  }
+  // The table's span in elements, then room for the n results after it.
+  const std::size_t span = world == 1 ? n : (world - 1) * slot_stride + n;
+  const std::size_t bytes = (span + n) * 2;
+  if (half_scratch_bytes_ < bytes) {
+    if (half_scratch_ != nullptr) RV_CUDA_CHECK(cudaFree(half_scratch_));  // waits for readers
+    half_scratch_ = nullptr;
+    half_scratch_bytes_ = 0;
+    RV_CUDA_CHECK(cudaMalloc(&half_scratch_, bytes));
+    half_scratch_bytes_ = bytes;
+  }
+  auto* table = static_cast<unsigned char*>(half_scratch_);
+  void* result = table + span * 2;
+  // Narrowing the dtype's widened values is exact; the gaps between slots are narrowed too
+  // (whatever they hold) and never read.
+  launch_narrow(stacked, span, dtype, table, stream_);
+  cuda_exact_stacked_half(table, world, slot_stride, n, op, dtype, result, stream_);
+  launch_widen(result, n, dtype, out, stream_);
 }
 
 std::int64_t* CudaExactDevice::allocate_words(std::size_t n) {

@@ -35,6 +35,14 @@ class CudaExactDevice final : public ExactDevice {
   void round(const std::int64_t* sums, const ExactPlan& plan, Op op, float* out,
              DType dtype) override;
   void synchronize() override;
+  // The reduce-scatter's owner reduction (docs/DESIGN.md §2.6): f32 by
+  // launch_exact_reduce_stacked; bf16/f16 tables (the dtype's values widened) narrowed to
+  // their 2-byte form (exact), reduced by cuda_exact_stacked_half, which rounds each exact
+  // sum once to the dtype, and widened back into out. All on the stream, no host wait.
+  float* allocate_values(std::size_t n) override;
+  void free_values(float* p) override;
+  void reduce_stacked(const float* stacked, std::uint32_t world, std::size_t slot_stride,
+                      std::size_t n, Op op, float* out, DType dtype) override;
 
   int device() const { return device_; }
   void* stream() const { return stream_; }
@@ -50,6 +58,9 @@ class CudaExactDevice final : public ExactDevice {
   std::size_t slots_capacity_ = 0;
   std::vector<ExactBlockSlot> uploaded_;  // what slots_ holds
   bool uploaded_valid_ = false;
+  // reduce_stacked's 2-byte table and result (device memory), grown when a call needs more.
+  void* half_scratch_ = nullptr;
+  std::size_t half_scratch_bytes_ = 0;
 };
 
 }  // namespace rv

@@ -30,7 +30,7 @@ std::vector<RankRecord> reduce_on_gpu(LoopbackRanks& ranks,
                                       const std::vector<std::vector<float>>& arenas,
                                       const std::string& label, std::uint64_t seed,
                                       Contract contract, Op op, DType dtype,
-                                      std::uint32_t iters) {
+                                      std::uint32_t iters, Collective coll) {
   const std::uint32_t world = ranks.world();
   std::vector<RankRecord> records(world);
   for (std::uint32_t k = 0; k < iters; ++k) {
@@ -39,13 +39,24 @@ std::vector<RankRecord> reduce_on_gpu(LoopbackRanks& ranks,
     if (contract == Contract::kExact && k > 0) {
       source = shuffled_delivery_order(world, ~seed, k, 0);
     }
+    std::vector<std::vector<float>> reduced(world);
     ranks.run([&](std::uint32_t r) {
-      const std::vector<float> reduced =
-          ranks.reduce(r, arenas[source[r]], contract, op, dtype);
+      reduced[r] = ranks.reduce(r, arenas[source[r]], contract, op, dtype, coll);
+    });
+    // A reduce-scatter's digest covers every rank's shard, in rank order (the padding
+    // dropped): the all-reduce's golden when each shard is its slice.
+    std::vector<float> shards;
+    if (coll == Collective::kReduceScatter) {
+      for (const std::vector<float>& shard : reduced) {
+        shards.insert(shards.end(), shard.begin(), shard.end());
+      }
+    }
+    for (std::uint32_t r = 0; r < world; ++r) {
+      const std::vector<float>& result = coll == Collective::kReduceScatter ? shards : reduced[r];
       records[r].case_id = label;
       records[r].contract = contract;
-      records[r].iteration_digests.push_back(digest_values(reduced.data(), reduced.size(), dtype));
-    });
+      records[r].iteration_digests.push_back(digest_values(result.data(), result.size(), dtype));
+    }
   }
   return records;
 }
@@ -83,7 +94,8 @@ int run_loopback_inputs(const RunOptions& options) {
   const Contract contract = options.inputs_contract();
   LoopbackRanks ranks(world, loopback_options(options, world));
   const auto records =
-      reduce_on_gpu(ranks, arenas, "inputs", 0, contract, op, dtype, options.iters);
+      reduce_on_gpu(ranks, arenas, "inputs", 0, contract, op, dtype, options.iters,
+                    options.inputs_coll());
   const std::vector<float> expected_arena = expected_reduction(arenas, contract, op, dtype);
   const Digest expected = digest_values(expected_arena.data(), expected_arena.size(), dtype);
   WorldResults results = loopback_world_results(world);
@@ -134,7 +146,7 @@ int run_cuda_loopback(const RunOptions& options) {
           generated = true;
         }
         const auto records = reduce_on_gpu(ranks, arenas, format_case_id(c.id), c.id.seed, contract,
-                                           c.id.op, c.id.dtype, options.iters);
+                                           c.id.op, c.id.dtype, options.iters, c.id.coll);
         results.results.push_back(
             decide_verdict(c.id, contract, c.expected_for(contract), pointers(records)));
       }

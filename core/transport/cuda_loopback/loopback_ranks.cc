@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/reducer/exact_reducer.h"
 #include "core/reducer/fixed_order_reducer.h"
+#include "core/shard_plan.h"
 
 namespace rv::cuda_loopback {
 namespace {
@@ -94,20 +95,32 @@ void LoopbackRanks::run(const std::function<void(std::uint32_t rank)>& step) {
 }
 
 std::vector<float> LoopbackRanks::reduce(std::uint32_t rank, const std::vector<float>& input,
-                                         Contract contract, Op op, DType dtype) {
+                                         Contract contract, Op op, DType dtype, Collective coll) {
   Rank& me = *ranks_.at(rank);
+  if (contract == Contract::kLibrarySum) {
+    throw InputError("cuda-loopback has no library sum (one process)");
+  }
   const std::size_t n = input.size();
+  if (coll == Collective::kReduceScatter) {
+    const Shard mine = padded_shard_plan(n, world())[rank];
+    float* arena = me.arena_for(n + padded_shard_size(n, world()));
+    float* shard = arena + n;  // apart from the arena, which the collective only reads
+    me.fold.upload(arena, input.data(), n * sizeof(float));
+    if (contract == Contract::kFixedOrder) {
+      me.fixed_order.reduce_scatter(arena, n, shard, mine.count, op, dtype);
+    } else {
+      me.exact_reducer.reduce_scatter(arena, n, shard, mine.count, op, dtype);
+    }
+    std::vector<float> reduced(mine.count);
+    me.fold.download(reduced.data(), shard, mine.count * sizeof(float));
+    return reduced;
+  }
   float* arena = me.arena_for(n);
   me.fold.upload(arena, input.data(), n * sizeof(float));
-  switch (contract) {
-    case Contract::kFixedOrder:
-      me.fixed_order.all_reduce(arena, n, op, dtype);
-      break;
-    case Contract::kExact:
-      me.exact_reducer.all_reduce(arena, n, op, dtype);
-      break;
-    case Contract::kLibrarySum:
-      throw InputError("cuda-loopback has no library sum (one process)");
+  if (contract == Contract::kFixedOrder) {
+    me.fixed_order.all_reduce(arena, n, op, dtype);
+  } else {
+    me.exact_reducer.all_reduce(arena, n, op, dtype);
   }
   std::vector<float> reduced(n);
   me.fold.download(reduced.data(), arena, n * sizeof(float));

@@ -50,9 +50,11 @@ class LoopbackRanks {
   // `contract` (fixed-order or exact; library-sum is an InputError) with the real reducer
   // over the loopback transport, and returns its reduced arena. For bf16/f16 the arena holds
   // the dtype's values widened and the result is rounded to the dtype, widened
-  // (docs/DESIGN.md §2.5).
+  // (docs/DESIGN.md §2.5). A reduce-scatter (docs/DESIGN.md §2.6) returns the rank's shard
+  // of FSDP's padded plan only.
   std::vector<float> reduce(std::uint32_t rank, const std::vector<float>& input, Contract contract,
-                            Op op, DType dtype = DType::kF32);
+                            Op op, DType dtype = DType::kF32,
+                            Collective coll = Collective::kAllReduce);
 
   // One reduction of `arenas` (one per rank): every rank's reduced arena.
   std::vector<std::vector<float>> all_reduce(const std::vector<std::vector<float>>& arenas,
