@@ -24,7 +24,8 @@ cmake -S "$root" -B "$tree" -G Ninja -DCMAKE_BUILD_TYPE=Release -DRV_WERROR=ON \
 programs=(gpu_fold_kernel_test gpu_cuda_fold_device_test gpu_loopback_world_test
           gpu_exact_kernel_test gpu_exact_world_test gpu_accumulator_test
           gpu_nccl_transport_test cuda_host_test digest_tree_cuda_test gpu_half_stacked_kernel_test
-          gpu_capi_dtype_test bench_cuda bench_cuda_exact bench_cuda_half bench_nccl)
+          gpu_capi_dtype_test gpu_reduce_scatter_test bench_cuda bench_cuda_exact bench_cuda_half
+          bench_nccl)
 cmake --build "$tree" -j "$jobs" --target "${programs[@]}"
 # The C ABI the Python package loads (ci/device/run-ddp-hook-bench.sh), built with CUDA.
 cmake --build "$tree" -j "$jobs" --target reduce_verify_c
