@@ -31,18 +31,20 @@ _CHUNK = 1 << 30  # elements summed in one int64 reduction (each part < 2^31)
 Parameters = Union[torch.Tensor, Iterable[torch.Tensor]]
 
 
-def _local_gradient(p: torch.Tensor) -> Tuple[Optional[torch.Tensor], Optional[Any]]:
+def _local_gradient(p: torch.Tensor,
+                    given: Optional[Any] = None) -> Tuple[Optional[torch.Tensor], Optional[Any]]:
     """(the gradient this rank holds, the process group it is sharded over or None when it is
-    whole on every rank)."""
+    whole on every rank): `given` (a group) for every gradient when given, else a DTensor's
+    mesh group."""
     grad = p.grad
-    group = None
+    group = given
     placements = getattr(p, "placements", None)
     if placements is not None:  # a DTensor parameter (FSDP2)
         shards = [i for i, placement in enumerate(placements) if placement.is_shard()]
         if len(shards) > 1 or (shards and len(placements) > 1):
             raise InputError(f"a DTensor parameter placed {placements}: clip_grad_norm_ takes "
                              "one shard dimension on a one-dimensional mesh (FSDP)")
-        if shards:
+        if shards and given is None:
             group = getattr(p, "device_mesh").get_group(shards[0])
     if grad is not None and hasattr(grad, "to_local"):
         grad = grad.to_local()
@@ -141,9 +143,10 @@ def _all_reduce(words: torch.Tensor, op: Any, group: Any) -> torch.Tensor:
 def total_norm(parameters: Parameters, norm_type: float = 2.0,
                group: Optional[dist.ProcessGroup] = None) -> torch.Tensor:
     """The global norm of the parameters' gradients (float32, 0-dim, on the first gradient's
-    device): DTensor gradients sharded over a one-dimensional mesh are summed over its group (or
-    `group`), plain tensors (DDP, one process) are taken as whole on every rank. Every rank of
-    a sharded group must call it."""
+    device). `group` None: DTensor gradients sharded over a one-dimensional mesh are summed over
+    its group, plain tensors (DDP, one process) are taken as whole on every rank. `group` given:
+    every gradient is this rank's shard over it (FSDP1's flat shards, or any sharding of the
+    caller's), summed over it. Every rank of a sharded group must call it."""
     if isinstance(parameters, torch.Tensor):
         parameters = [parameters]
     norm_type = float(norm_type)
@@ -155,9 +158,9 @@ def total_norm(parameters: Parameters, norm_type: float = 2.0,
     groups = set()
     device = None
     for p in parameters:
-        grad, shard_group = _local_gradient(p)
+        grad, shard_group = _local_gradient(p, group)
         if shard_group is not None:
-            groups.add(shard_group if group is None else group)
+            groups.add(shard_group)
         if grad is None:
             continue
         device = grad.device if device is None else device

@@ -107,6 +107,7 @@ class ReduceScatter:
         self.sum_means = sum_means
         self._reduction = reduction
         self._param_group = param_group  # FSDP's FSDPParamGroup, whose settings are checked
+        self.group: Optional[dist.ProcessGroup] = None  # FSDP1's, which its hook does not pass
         self._calls = 0
         self._accumulator: Optional[ctypes.c_void_p] = None
         self._accumulator_shape: Tuple[int, str] = (0, "")
@@ -121,7 +122,7 @@ class ReduceScatter:
         return torch.empty(*size, dtype=dtype, device=device)
 
     def __call__(self, output_tensor: torch.Tensor, input_tensor: torch.Tensor,
-                 group: dist.ProcessGroup, op: Any, async_op: bool = False) -> Any:
+                 group: Optional[dist.ProcessGroup], op: Any, async_op: bool = False) -> Any:
         if async_op:
             raise Unsupported(f"{self.name}: reduce_verify.fsdp reduces synchronously; FSDP "
                               "passed async_op=True")
@@ -195,7 +196,7 @@ class ReduceScatter:
                 int(not group.force_sum_reduction_for_comms) << 1 |
                 int(getattr(group, "_all_reduce_hook", None) is not None) << 2)
 
-    def _agree(self, record: List[int], group: dist.ProcessGroup,
+    def _agree(self, record: List[int], group: Optional[dist.ProcessGroup],
                device: torch.device) -> List[List[int]]:
         world = dist.get_world_size(group)
         comm_device = device if _collectives.completes_at_launch(group) else torch.device("cpu")
@@ -283,6 +284,7 @@ class FSDPReduction:
         # last, contributes) for the next backward pass.
         self._phase: Optional[Tuple[int, bool, bool]] = None
         self._next_micro_batch = 0
+        self.fsdp1 = False  # register_fsdp1's: one reduce-scatter per backward pass only
 
     def micro_batch(self, last: bool, contributes: bool = True) -> None:
         """Call before each micro-batch's backward pass: its gradients are accumulated exactly
@@ -293,6 +295,9 @@ class FSDPReduction:
         if self.contract != "exact":
             raise InputError(f"accumulation over micro-batches is exact only; this reduction is "
                              f"{self.contract}")
+        if self.fsdp1:
+            raise InputError("accumulation over micro-batches needs FSDP2 (fully_shard): "
+                             "FSDP1 adds each backward pass's shard to the last in float")
         self._phase = (self._next_micro_batch, bool(last), bool(contributes))
         self._next_micro_batch += 1
         if last:
@@ -382,4 +387,59 @@ def register(model: torch.nn.Module, contract: str = "fixed-order", op: str = "m
         else:
             module.set_custom_reduce_scatter(comm)
         reduction.comms.append(comm)
+    return reduction
+
+
+def fsdp1_hook(state: ReduceScatter, grad: torch.Tensor,
+               output: Optional[torch.Tensor] = None) -> None:
+    """FSDP1's communication hook (FullyShardedDataParallel.register_comm_hook) for its sharded
+    strategies: FSDP1 hands the padded flat gradient and the shard to fill, divides nothing
+    itself when a hook is registered, and the comm (`state`, made by register_fsdp1) reduces
+    as FSDP2's does."""
+    if output is None:
+        raise InputError(f"{state.name}: FSDP1 passed no shard (NO_SHARD all-reduces): "
+                         "reduce_verify.fsdp1_hook serves FULL_SHARD and SHARD_GRAD_OP")
+    state(output, grad, state.group, dist.ReduceOp.SUM)
+
+
+def register_fsdp1(model: torch.nn.Module, contract: str = "fixed-order", op: str = "mean",
+                   agreement_timeout: float = 300.0) -> FSDPReduction:
+    """For users of FSDP1 (FullyShardedDataParallel; torch 2.x): registers fsdp1_hook with a
+    comm under `contract` on the root, after checking the sharding strategy (FULL_SHARD or
+    SHARD_GRAD_OP: the hybrid ones all-reduce in float, NO_SHARD passes no shard), the
+    parameters' and the reduce dtype (float32, bfloat16, float16). One reduce-scatter per
+    backward pass: exact accumulation needs FSDP2. Clip with
+    reduce_verify.clip_grad_norm_(model.parameters(), max_norm, group=model.process_group):
+    FSDP1's parameters are plain tensors holding this rank's shard."""
+    try:
+        from torch.distributed.fsdp import FullyShardedDataParallel, ShardingStrategy
+    except Exception:  # torch 1.13's fsdp package raises ValueError on import under Python 3.11
+        raise Unsupported(f"torch {torch.__version__}'s FSDP1 does not import here") from None
+    if contract not in CONTRACTS:
+        raise InputError(f"contract {contract!r}: fixed-order or exact")
+    if op not in ("mean", "sum"):
+        raise InputError(f"op {op!r}: mean or sum")
+    if not isinstance(model, FullyShardedDataParallel):
+        raise InputError(f"the model is a {type(model).__name__}; register_fsdp1 takes the root "
+                         "FullyShardedDataParallel")
+    for instance in FullyShardedDataParallel.fsdp_modules(model):
+        strategy = instance.sharding_strategy
+        if strategy not in (ShardingStrategy.FULL_SHARD, ShardingStrategy.SHARD_GRAD_OP):
+            raise InputError(f"an FSDP1 instance uses {strategy}: register_fsdp1 serves "
+                             "FULL_SHARD and SHARD_GRAD_OP")
+        policy = instance.mixed_precision
+        reduce_dtype = getattr(policy, "reduce_dtype", None) if policy is not None else None
+        if reduce_dtype is not None and reduce_dtype not in DTYPES:
+            raise InputError(f"an FSDP1 instance reduces in {reduce_dtype}; the contracts are "
+                             f"defined on {SUPPORTED} only")
+    for name, p in model.named_parameters():
+        if p.requires_grad and p.dtype not in DTYPES:
+            raise InputError(f"parameter {name} is {p.dtype}; the contracts are defined on "
+                             f"{SUPPORTED} only, and nothing is converted silently")
+    reduction = FSDPReduction(contract, agreement_timeout)
+    reduction.fsdp1 = True
+    comm = ReduceScatter(contract, "FSDP1", reduction, op)
+    comm.group = model.process_group
+    model.register_comm_hook(comm, fsdp1_hook)
+    reduction.comms.append(comm)
     return reduction

@@ -15,6 +15,7 @@ does not depend on the rank that computes it (docs/DESIGN.md §11). Runs (RUNS_J
   zero1         the same with torch's ZeroRedundancyOptimizer (ZeRO-1);
   ddp-hook      DDP with reduce_verify.ddp.exact_hook, one micro-batch a rank (K = 1);
   zero1-hook    the same with ZeroRedundancyOptimizer;
+  fsdp1-hook    FSDP1 (FullyShardedDataParallel) with reduce_verify.fsdp.register_fsdp1, K = 1;
   fsdp          FSDP2 with reduce_verify.fsdp.register(model, "exact") and micro_batch();
   *-default     the same model with torch's own path: float accumulation (no_sync() or
                 set_requires_gradient_sync(False)), the loss scaled by W / 8, FSDP's or DDP's
@@ -155,7 +156,14 @@ def train(run, rank, world):
     split = run.get("split", "even")
     default = mode.endswith("-default")
     base = mode[:-len("-default")] if default else mode
-    model = fsdp_model(world) if base == "fsdp" else make_model().to(DEVICE)
+    if base == "fsdp":
+        model = fsdp_model(world)
+    elif base == "fsdp1-hook":
+        from torch.distributed.fsdp import FullyShardedDataParallel
+        model = FullyShardedDataParallel(make_model().to(DEVICE), device_id=DEVICE,
+                                         use_orig_params=True)
+    else:
+        model = make_model().to(DEVICE)
     forward = model
     if base in ("ddp", "zero1", "ddp-hook", "zero1-hook"):
         forward = torch.nn.parallel.DistributedDataParallel(
@@ -172,6 +180,8 @@ def train(run, rank, world):
                                     dist.group.WORLD if dist.is_initialized() else None)
     if base in ("ddp-hook", "zero1-hook"):
         reduce_verify.ddp.register(forward, reduce_verify.ddp.exact_hook)
+    elif base == "fsdp1-hook":
+        reduction = reduce_verify.fsdp.register_fsdp1(model, contract="exact")
     elif base == "fsdp" and not default:
         reduction = reduce_verify.fsdp.register(model, contract="exact", trail=trail)
         if mutant == "wrong-shard":
@@ -183,7 +193,7 @@ def train(run, rank, world):
     elif not default:
         accumulator = reduce_verify.ExactGradAccumulator(
             forward, dist.group.WORLD if dist.is_initialized() else None)
-    hooked = base in ("ddp-hook", "zero1-hook")
+    hooked = base in ("ddp-hook", "zero1-hook", "fsdp1-hook")
     norms = []
     for step in range(STEPS):
         if hooked:  # K = 1: micro-batch `rank` of the step, the hook's mean over W
@@ -234,6 +244,9 @@ def train(run, rank, world):
                 norm = norm.full_tensor()
         elif mutant == "norm-float":
             norm = float_norm_clip(model.parameters(), MAX_NORM)
+        elif base == "fsdp1-hook":  # FSDP1's parameters hold this rank's flat shard
+            norm = reduce_verify.clip_grad_norm_(model.parameters(), MAX_NORM,
+                                                 group=dist.group.WORLD)
         else:
             norm = reduce_verify.clip_grad_norm_(model.parameters(), MAX_NORM)
         norms.append(float(norm))
@@ -242,7 +255,13 @@ def train(run, rank, world):
             trail.end_step(model.parameters(), optimizer)
     if trail is not None:
         trail.close()
-    return {"digest": full_digest(model.parameters()), "norms": norms,
+    if base == "fsdp1-hook":
+        from torch.distributed.fsdp import FullyShardedDataParallel
+        with FullyShardedDataParallel.summon_full_params(model):
+            final = full_digest(model.parameters())
+    else:
+        final = full_digest(model.parameters())
+    return {"digest": final, "norms": norms,
             "parameters": sum(p.numel() for p in make_model().parameters())}
 
 
@@ -314,6 +333,12 @@ def errors(rank, world):
         model.set_gradient_divide_factor(2.5)
         model(torch.ones(2, 8)).sum().backward()
     outcome("divide-factor-2.5", divide_factor)
+
+    def fsdp1_accumulation():
+        from torch.distributed.fsdp import FullyShardedDataParallel
+        model = FullyShardedDataParallel(torch.nn.Linear(8, 8), device_id=torch.device("cpu"))
+        reduce_verify.fsdp.register_fsdp1(model, contract="exact").micro_batch(last=True)
+    outcome("fsdp1-accumulation", fsdp1_accumulation)
     return results
 
 

@@ -6,14 +6,16 @@ reduce_verify.clip_grad_norm_ at a norm that acts) trained 10 steps on a global 
 micro-batches as 1 x 8 (one process), DDP 2 x 4 and 4 x 2 (ExactGradAccumulator), ZeRO-1 2 x 4,
 FSDP2 with ours 2 x 4, 4 x 2 and the uneven splits 3 + 3 + 2 and 3 + 2 + 2 + 1 (shuffled each
 step) ends with one final parameter digest (FSDP: the gathered full parameters) and one norm per
-step; every rank of a run ends with it; ZeRO-1 under the exact DDP hook ends where DDP under it
-does (K = 1); each mutant changes the digest (the norm summed in float, the micro-batches
-accumulated in float, each shard reduced by the wrong rank); bad input (several parameter
-groups, float64, ReduceOp.MAX, a PREMUL_SUM factor that is no mean, FSDP's divide factor changed
-after register, ranks whose layouts differ, fixed-order accumulation) raises a named error on
-every rank; every shard our reduce-scatter writes has the all-reduce's bits at its indices (f32,
-bf16, f16; fixed-order and exact; AVG, SUM, PREMUL_SUM; accumulation). Reported, not asserted:
-the distinct digests of torch's own paths (float accumulation, FSDP's and DDP's reduction,
+step; every rank of a run ends with it; ZeRO-1 under the exact DDP hook, and FSDP1 under
+register_fsdp1, end where DDP under the hook does (K = 1); each mutant changes the digest (the
+norm summed in float, the micro-batches accumulated in float, each shard reduced by the wrong
+rank); FSDP's trail audits equal to DDP's and names step 0, bucket 0 against the wrong-shard
+mutant's; bad input (several parameter groups, float64, ReduceOp.MAX, a PREMUL_SUM factor that
+is no mean, FSDP's divide factor changed after register, ranks whose layouts differ,
+fixed-order or FSDP1 accumulation) raises a named error on every rank; every shard our
+reduce-scatter writes has the all-reduce's bits at its indices (f32, bf16, f16; fixed-order and
+exact; AVG, SUM, PREMUL_SUM; accumulation). Reported, not asserted: the distinct digests of
+torch's own paths (float accumulation, FSDP's and DDP's reduction,
 torch.nn.utils.clip_grad_norm_) over the same splits.
 
 Each world's processes are started here with a deadline: a world that does not exit fails."""
@@ -64,8 +66,9 @@ MUTANTS = {
     2: [{"name": "mutant accumulate-float 2x4", "mode": "fsdp", "mutant": "accumulate-float"},
         {"name": "mutant wrong-shard 2x4", "mode": "fsdp", "mutant": "wrong-shard",
          "trail": "wrong-shard.trail"},
-        {"name": "ddp-hook 2x1", "mode": "ddp-hook"}, {"name": "zero1-hook 2x1",
-                                                       "mode": "zero1-hook"}],
+        {"name": "ddp-hook 2x1", "mode": "ddp-hook"},
+        {"name": "zero1-hook 2x1", "mode": "zero1-hook"},
+        {"name": "fsdp1-hook 2x1", "mode": "fsdp1-hook"}],
     4: [{"name": "mutant norm-float 4x2", "mode": "fsdp", "mutant": "norm-float"}],
 }
 ERRORS = [{"name": "contract", "mode": "contract"}, {"name": "errors", "mode": "errors"}]
@@ -179,6 +182,10 @@ class FSDP(unittest.TestCase):
     def test_zero1_with_the_exact_hook_unchanged(self):
         self.assertEqual(self.digest(2, "zero1-hook 2x1"), self.digest(2, "ddp-hook 2x1"))
 
+    def test_fsdp1_with_its_hook_ends_where_ddp_does(self):
+        # K = 1: FSDP1 (register_fsdp1, clipping over its flat shards) and DDP's exact_hook.
+        self.assertEqual(self.digest(2, "fsdp1-hook 2x1"), self.digest(2, "ddp-hook 2x1"))
+
     def test_each_mutant_changes_the_digest(self):
         reference = self.digest(1, "single 1x8")
         for world, runs in MUTANTS.items():
@@ -193,7 +200,8 @@ class FSDP(unittest.TestCase):
                     "layouts-differ": ("WorldDisagreement", "rank(s) 1"),
                     "fixed-order-accumulation": ("InputError", "exact only"),
                     "premul-sum-0.3": ("InputError", "PREMUL_SUM(0.3)"),
-                    "divide-factor-2.5": ("InputError", "set_gradient_divide_factor")}
+                    "divide-factor-2.5": ("InputError", "set_gradient_divide_factor"),
+                    "fsdp1-accumulation": ("InputError", "needs FSDP2")}
         for rank, results in enumerate(self.results["errors"]):
             for case, (kind, words) in expected.items():
                 outcome = results["errors"][case]
