@@ -42,7 +42,7 @@ import torch.distributed as dist
 
 from . import _collectives, _library
 from .ddp.agreement import _wait
-from .errors import InputError, Unsupported, WorldDisagreement
+from .errors import InputError, Unsupported, WorldDisagreement, WorldTimeout
 from .tensors import DTYPES, SUPPORTED, check_raw, reduce_stacked_into
 
 CONTRACTS = ("fixed-order", "exact")
@@ -204,7 +204,15 @@ class ReduceScatter:
         gathered = [torch.empty_like(mine) for _ in range(world)]
         work = _collectives.launch(dist.all_gather, gathered, mine, group=group)
         call = record[FIELDS.index("call")]
-        _wait(work, comm_device, self._reduction.agreement_timeout, call, call)
+        timeout = self._reduction.agreement_timeout
+        try:
+            _wait(work, comm_device, timeout, call, call)
+        except WorldTimeout as error:
+            raise WorldTimeout(
+                f"the ranks' agreement on call {call} of {self.name}'s reduce-scatter did not "
+                f"complete within {timeout:g} s (register(agreement_timeout=...)): a rank runs "
+                "FSDP's own reduce-scatter or another comm, has stopped, or is further behind; "
+                "the process group cannot be used after this: let the process exit") from error
         rows = [row.tolist() for row in gathered]
         compared = [[v for f, v in zip(FIELDS, row) if f not in _PER_RANK] for row in rows]
         if any(row != compared[0] for row in compared):

@@ -35,11 +35,11 @@ reduce-scatter each rank's input with its rows rotated by one, so every rank red
 rank's shard."""
 
 import json
-import math
 import os
 import pathlib
 import random
 import sys
+import time
 import traceback
 
 import torch
@@ -339,6 +339,19 @@ def errors(rank, world):
         model = FullyShardedDataParallel(torch.nn.Linear(8, 8), device_id=torch.device("cpu"))
         reduce_verify.fsdp.register_fsdp1(model, contract="exact").micro_batch(last=True)
     outcome("fsdp1-accumulation", fsdp1_accumulation)
+
+    def peer_absent():
+        # Rank 1 runs no reduce-scatter: rank 0's agreement waits 2 s, then names it. Last:
+        # the world is not used after it.
+        model = torch.nn.Sequential(torch.nn.Linear(8, 8))
+        fully_shard(model, mesh=mesh)
+        reduction = reduce_verify.fsdp.register(model, contract="exact", agreement_timeout=2.0)
+        if rank == 0:
+            reduction.comms[0](torch.empty(4), torch.zeros(4 * world), dist.group.WORLD,
+                               dist.ReduceOp.SUM)
+        else:
+            time.sleep(5)  # alive (its connections open) while rank 0's deadline passes
+    outcome("peer-absent", peer_absent)
     return results
 
 

@@ -202,6 +202,9 @@ class FSDP(unittest.TestCase):
                     "premul-sum-0.3": ("InputError", "PREMUL_SUM(0.3)"),
                     "divide-factor-2.5": ("InputError", "set_gradient_divide_factor"),
                     "fsdp1-accumulation": ("InputError", "needs FSDP2")}
+        absent = self.results["errors"][0]["errors"]["peer-absent"]
+        self.assertEqual(absent["raised"], "WorldTimeout", absent)
+        self.assertIn("within 2 s", absent["message"])
         for rank, results in enumerate(self.results["errors"]):
             for case, (kind, words) in expected.items():
                 outcome = results["errors"][case]
