@@ -36,7 +36,8 @@ TEST(Check, CommittedSuitePassesWithinSixtySeconds) {
   std::cout << "check --quiet golden/fixed-order.xxh128: " << result.seconds << " s\n";
   RecordProperty("check_seconds", std::to_string(result.seconds));
   ASSERT_EQ(result.exit_code, 0) << summary(result);
-  EXPECT_EQ(result.out, "2410 passed, 0 failed\n");  // 1184 binary32, 1226 bf16 and f16
+  // 1184 binary32, 1226 bf16 and f16 all-reduce cases, 1512 reduce-scatter ones
+  EXPECT_EQ(result.out, "3922 passed, 0 failed\n");
   EXPECT_EQ(result.err, "");
   EXPECT_LT(result.seconds, 60.0) << "issue 2: check over the committed suite within 60 s";
 }
@@ -77,7 +78,7 @@ TEST(Check, TamperedCopyOfTheWholeSuiteFails) {
   const ProcessResult result = run_tool({"check", "--quiet", file});
   ASSERT_EQ(result.exit_code, 1) << summary(result);
   EXPECT_THAT(result.out, HasSubstr(": FAILED\n"));
-  EXPECT_THAT(result.out, HasSubstr("2409 passed, 1 failed\n"));
+  EXPECT_THAT(result.out, HasSubstr("3921 passed, 1 failed\n"));
 }
 
 TEST(Check, MalformedLinesAreNamedByFileAndLine) {

@@ -143,11 +143,23 @@ TEST(GoldenFileRead, MissingOrDirectoryIsAnInputErrorNamingThePath) {
 TEST(CommittedSuite, ParsesCleanlyAndCoversTheMatrix) {
   const GoldenFile file = read_golden_file(RV_SOURCE_DIR "/golden/fixed-order.xxh128");
   EXPECT_TRUE(file.malformed.empty()) << file.malformed[0].line << ": " << file.malformed[0].reason;
-  // 1184 binary32 cases, then 1226 bf16 and f16 ones (golden/regenerate.sh).
-  ASSERT_EQ(file.entries.size(), 2410u);
-  std::size_t half = 0;
-  for (const GoldenEntry& entry : file.entries) half += entry.id.dtype != DType::kF32;
+  // 1184 binary32 all-reduce cases, then 1226 bf16 and f16 ones, then 1512 reduce-scatter
+  // ones in all three dtypes (golden/regenerate.sh).
+  ASSERT_EQ(file.entries.size(), 3922u);
+  std::size_t half = 0, scatter = 0;
+  std::set<std::uint32_t> scatter_worlds;
+  bool scatter_empty_shard = false;
+  for (const GoldenEntry& entry : file.entries) {
+    const bool is_scatter = entry.id.coll == Collective::kReduceScatter;
+    half += !is_scatter && entry.id.dtype != DType::kF32;
+    scatter += is_scatter;
+    if (is_scatter) scatter_worlds.insert(entry.id.world);
+    scatter_empty_shard = scatter_empty_shard || (is_scatter && entry.id.count < entry.id.world);
+  }
   EXPECT_EQ(half, 1226u);
+  EXPECT_EQ(scatter, 1512u);
+  EXPECT_EQ(scatter_worlds.size(), 10u);
+  EXPECT_TRUE(scatter_empty_shard);
   EXPECT_FALSE(file.comments.empty());
   bool says_how_to_regenerate = false;
   for (const std::string& comment : file.comments) {
