@@ -48,7 +48,8 @@ from .tensors import DTYPES, SUPPORTED, check_raw, reduce_stacked_into
 CONTRACTS = ("fixed-order", "exact")
 _MAGIC = 0x52564653  # "RVFS"
 FIELDS = ("magic", "contract", "FSDP settings", "op", "divisor", "world", "input length",
-          "output length", "dtype", "call", "accumulating", "micro-batch", "last", "contributes")
+          "output length", "dtype", "call", "accumulating", "micro-batch", "last",
+          "micro_batch() missed", "contributes")
 _PER_RANK = ("contributes",)  # fields that may differ between ranks (an uneven split)
 # What register() set on FSDP, or refuses to see set: the reduced gradients pass FSDP unscaled.
 _SETTINGS = ("set_gradient_divide_factor (register set 1.0)",
@@ -109,6 +110,7 @@ class ReduceScatter:
         self._param_group = param_group  # FSDP's FSDPParamGroup, whose settings are checked
         self.group: Optional[dist.ProcessGroup] = None  # FSDP1's, which its hook does not pass
         self._calls = 0
+        self._serial_seen = 0  # the FSDPReduction's micro_batch() serial this comm last reduced
         self._accumulator: Optional[ctypes.c_void_p] = None
         self._accumulator_shape: Tuple[int, str] = (0, "")
         self._step_addends = 0  # rows added since the step's first micro-batch
@@ -130,13 +132,18 @@ class ReduceScatter:
         code, divisor, op_name = parse_op(op, world, self.sum_means)
         settings = self._settings()
         phase = self._reduction._phase
+        # A second backward pass under one micro_batch() call (it was not called before this
+        # one): an error, agreed on like the rest.
+        serial = self._reduction._serial
+        repeated = int(phase is not None and serial == self._serial_seen)
+        self._serial_seen = serial
         dtype = DTYPES[input_tensor.dtype][0] if input_tensor.dtype in DTYPES else -1
         call = self._calls
         self._calls += 1
         record = [_MAGIC, CONTRACTS.index(self.contract), settings, code, divisor, world,
                   input_tensor.numel(), output_tensor.numel(), dtype, call,
                   int(phase is not None), phase[0] if phase else 0,
-                  int(phase[1]) if phase else 0, int(phase[2]) if phase else 1]
+                  int(phase[1]) if phase else 0, repeated, int(phase[2]) if phase else 1]
         rows = self._agree(record, group, input_tensor.device)
         what = f"{self.name} (call {call})"
         # The ranks hold the same record: what follows raises on every rank or on none.
@@ -145,6 +152,10 @@ class ReduceScatter:
             raise InputError(f"{what}: FSDP's {', '.join(changed)} changed after register(): "
                              "FSDP would scale or reduce the gradients itself; nothing falls "
                              "back to FSDP's reduction")
+        if repeated:
+            raise InputError(f"{what}: a second backward pass since the last "
+                             "FSDPReduction.micro_batch(): call it before every backward pass "
+                             "while accumulating (or plain() to stop)")
         if dtype < 0:
             raise InputError(f"{what}: the gradients are {input_tensor.dtype}; the contracts "
                              f"are defined on {SUPPORTED} only (MixedPrecisionPolicy("
@@ -292,6 +303,7 @@ class FSDPReduction:
         # last, contributes) for the next backward pass.
         self._phase: Optional[Tuple[int, bool, bool]] = None
         self._next_micro_batch = 0
+        self._serial = 0  # micro_batch() calls: a comm that sees one twice missed a call
         self.fsdp1 = False  # register_fsdp1's: one reduce-scatter per backward pass only
 
     def micro_batch(self, last: bool, contributes: bool = True) -> None:
@@ -308,6 +320,7 @@ class FSDPReduction:
                              "FSDP1 adds each backward pass's shard to the last in float")
         self._phase = (self._next_micro_batch, bool(last), bool(contributes))
         self._next_micro_batch += 1
+        self._serial += 1
         if last:
             # The last output is assigned, not added to the zeros of the earlier ones (0 + -0
             # would be +0 where the exact mean is -0).

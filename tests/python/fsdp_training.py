@@ -334,6 +334,13 @@ def errors(rank, world):
         model(torch.ones(2, 8)).sum().backward()
     outcome("divide-factor-2.5", divide_factor)
 
+    def micro_batch_missed():
+        model, reduction = comm_of()
+        reduction.micro_batch(last=False)
+        model(torch.ones(2, 8)).sum().backward()
+        model(torch.ones(2, 8)).sum().backward()  # no micro_batch() before this one
+    outcome("micro-batch-missed", micro_batch_missed)
+
     def fsdp1_accumulation():
         from torch.distributed.fsdp import FullyShardedDataParallel
         model = FullyShardedDataParallel(torch.nn.Linear(8, 8), device_id=torch.device("cpu"))

@@ -12,9 +12,10 @@ norm summed in float, the micro-batches accumulated in float, each shard reduced
 rank); FSDP's trail audits equal to DDP's and names step 0, bucket 0 against the wrong-shard
 mutant's; bad input (several parameter groups, float64, ReduceOp.MAX, a PREMUL_SUM factor that
 is no mean, FSDP's divide factor changed after register, ranks whose layouts differ,
-fixed-order or FSDP1 accumulation) raises a named error on every rank; every shard our
-reduce-scatter writes has the all-reduce's bits at its indices (f32, bf16, f16; fixed-order and
-exact; AVG, SUM, PREMUL_SUM; accumulation). Reported, not asserted: the distinct digests of
+fixed-order or FSDP1 accumulation, a backward pass without micro_batch() while accumulating)
+raises a named error on every rank, a peer that runs no reduce-scatter a WorldTimeout; every
+shard our reduce-scatter writes has the all-reduce's bits at its indices (f32, bf16, f16;
+fixed-order and exact; AVG, SUM, PREMUL_SUM; accumulation). Reported, not asserted: the distinct digests of
 torch's own paths (float accumulation, FSDP's and DDP's reduction,
 torch.nn.utils.clip_grad_norm_) over the same splits.
 
@@ -133,11 +134,11 @@ class FSDP(unittest.TestCase):
         cls.results = {}
         cls.folders = {}
         started = time.monotonic()
-        # Two worlds at a time at most (the CI box has 2 cores): 4 with 1 + errors' 2, then 3
-        # and 2.
-        batches = [[(4, OURS[4] + DEFAULTS[4] + MUTANTS[4]), (1, OURS[1] + DEFAULTS[1])],
+        # Two worlds at a time at most (the CI box has 2 cores): 4 alone, 2 with the errors'
+        # 2, 3 with 1.
+        batches = [[(4, OURS[4] + DEFAULTS[4] + MUTANTS[4])],
                    [(2, OURS[2] + DEFAULTS[2] + MUTANTS[2]), ("errors", ERRORS)],
-                   [(3, OURS[3] + DEFAULTS[3])]]
+                   [(3, OURS[3] + DEFAULTS[3]), (1, OURS[1] + DEFAULTS[1])]]
         if WIDE:
             batches.append([(8, OURS[8] + DEFAULTS[8])])
         for batch in batches:
@@ -209,7 +210,8 @@ class FSDP(unittest.TestCase):
                     "fixed-order-accumulation": ("InputError", "exact only"),
                     "premul-sum-0.3": ("InputError", "PREMUL_SUM(0.3)"),
                     "divide-factor-2.5": ("InputError", "set_gradient_divide_factor"),
-                    "fsdp1-accumulation": ("InputError", "needs FSDP2")}
+                    "fsdp1-accumulation": ("InputError", "needs FSDP2"),
+                    "micro-batch-missed": ("InputError", "second backward pass")}
         absent = self.results["errors"][0]["errors"]["peer-absent"]
         self.assertEqual(absent["raised"], "WorldTimeout", absent)
         self.assertIn("within 2 s", absent["message"])
