@@ -16,6 +16,8 @@ does not depend on the rank that computes it (docs/DESIGN.md §11). Runs (RUNS_J
   ddp-hook      DDP with reduce_verify.ddp.exact_hook, one micro-batch a rank (K = 1);
   zero1-hook    the same with ZeroRedundancyOptimizer;
   fsdp1-hook    FSDP1 (FullyShardedDataParallel) with reduce_verify.fsdp.register_fsdp1, K = 1;
+  fsdp-k1       FSDP2 with register(model, contract) and no micro_batch(), K = 1 (a run's
+                "contract": exact, the default, or fixed-order, also for ddp-hook);
   fsdp          FSDP2 with reduce_verify.fsdp.register(model, "exact") and micro_batch();
   *-default     the same model with torch's own path: float accumulation (no_sync() or
                 set_requires_gradient_sync(False)), the loss scaled by W / 8, FSDP's or DDP's
@@ -156,7 +158,8 @@ def train(run, rank, world):
     split = run.get("split", "even")
     default = mode.endswith("-default")
     base = mode[:-len("-default")] if default else mode
-    if base == "fsdp":
+    contract = run.get("contract", "exact")
+    if base in ("fsdp", "fsdp-k1"):
         model = fsdp_model(world)
     elif base == "fsdp1-hook":
         from torch.distributed.fsdp import FullyShardedDataParallel
@@ -179,7 +182,10 @@ def train(run, rank, world):
         trail = reduce_verify.Trail(pathlib.Path(sys.argv[1]) / run["trail"],
                                     dist.group.WORLD if dist.is_initialized() else None)
     if base in ("ddp-hook", "zero1-hook"):
-        reduce_verify.ddp.register(forward, reduce_verify.ddp.exact_hook)
+        reduce_verify.ddp.register(forward, reduce_verify.ddp.exact_hook if contract == "exact"
+                                   else reduce_verify.ddp.fixed_order_hook)
+    elif base == "fsdp-k1":
+        reduction = reduce_verify.fsdp.register(model, contract=contract)
     elif base == "fsdp1-hook":
         reduction = reduce_verify.fsdp.register_fsdp1(model, contract="exact")
     elif base == "fsdp" and not default:
@@ -193,7 +199,7 @@ def train(run, rank, world):
     elif not default:
         accumulator = reduce_verify.ExactGradAccumulator(
             forward, dist.group.WORLD if dist.is_initialized() else None)
-    hooked = base in ("ddp-hook", "zero1-hook", "fsdp1-hook")
+    hooked = base in ("ddp-hook", "zero1-hook", "fsdp1-hook", "fsdp-k1")
     norms = []
     for step in range(STEPS):
         if hooked:  # K = 1: micro-batch `rank` of the step, the hook's mean over W

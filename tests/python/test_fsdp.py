@@ -63,13 +63,19 @@ DEFAULTS = {
         {"name": "fsdp 4x2 default", "mode": "fsdp-default"}],
     3: [{"name": "fsdp 3+3+2 default", "mode": "fsdp-default", "split": [3, 3, 2]}],
 }
-MUTANTS = {
+# The mutants (each must change the digest) and the K = 1 runs compared pairwise.
+OTHER_RUNS = {
     2: [{"name": "mutant accumulate-float 2x4", "mode": "fsdp", "mutant": "accumulate-float"},
         {"name": "mutant wrong-shard 2x4", "mode": "fsdp", "mutant": "wrong-shard",
          "trail": "wrong-shard.trail"},
         {"name": "ddp-hook 2x1", "mode": "ddp-hook"},
         {"name": "zero1-hook 2x1", "mode": "zero1-hook"},
-        {"name": "fsdp1-hook 2x1", "mode": "fsdp1-hook"}],
+        {"name": "fsdp1-hook 2x1", "mode": "fsdp1-hook"},
+        {"name": "fsdp exact 2x1", "mode": "fsdp-k1"}],
+    # W = 3, where a fixed-order fold ((a + b) + c) can differ from the exact sum.
+    3: [{"name": "fsdp fixed-order 3x1", "mode": "fsdp-k1", "contract": "fixed-order"},
+        {"name": "ddp-hook fixed-order 3x1", "mode": "ddp-hook", "contract": "fixed-order"},
+        {"name": "ddp-hook 3x1", "mode": "ddp-hook"}],
     4: [{"name": "mutant norm-float 4x2", "mode": "fsdp", "mutant": "norm-float"}],
 }
 # REDUCE_VERIFY_FSDP_W8=1 (a machine with 8 cores or more; the issue's device run) adds W = 8:
@@ -136,9 +142,9 @@ class FSDP(unittest.TestCase):
         started = time.monotonic()
         # Two worlds at a time at most (the CI box has 2 cores): 4 alone, 2 with the errors'
         # 2, 3 with 1.
-        batches = [[(4, OURS[4] + DEFAULTS[4] + MUTANTS[4])],
-                   [(2, OURS[2] + DEFAULTS[2] + MUTANTS[2]), ("errors", ERRORS)],
-                   [(3, OURS[3] + DEFAULTS[3]), (1, OURS[1] + DEFAULTS[1])]]
+        batches = [[(4, OURS[4] + DEFAULTS[4] + OTHER_RUNS[4])],
+                   [(2, OURS[2] + DEFAULTS[2] + OTHER_RUNS[2]), ("errors", ERRORS)],
+                   [(3, OURS[3] + DEFAULTS[3] + OTHER_RUNS[3]), (1, OURS[1] + DEFAULTS[1])]]
         if WIDE:
             batches.append([(8, OURS[8] + DEFAULTS[8])])
         for batch in batches:
@@ -191,13 +197,22 @@ class FSDP(unittest.TestCase):
     def test_zero1_with_the_exact_hook_unchanged(self):
         self.assertEqual(self.digest(2, "zero1-hook 2x1"), self.digest(2, "ddp-hook 2x1"))
 
+    def test_fsdp_without_accumulation_ends_where_ddp_hooks_do(self):
+        # K = 1, no micro_batch(): each reduce-scatter's shards are the all-reduce's slices,
+        # under either contract (DESIGN §2.6), so FSDP2 ends where DDP under the hook does.
+        self.assertEqual(self.digest(2, "fsdp exact 2x1"), self.digest(2, "ddp-hook 2x1"))
+        fixed = self.digest(3, "fsdp fixed-order 3x1")
+        self.assertEqual(fixed, self.digest(3, "ddp-hook fixed-order 3x1"))
+        # ... and the fixed-order runs are not exact ones under another name.
+        self.assertNotEqual(fixed, self.digest(3, "ddp-hook 3x1"))
+
     def test_fsdp1_with_its_hook_ends_where_ddp_does(self):
         # K = 1: FSDP1 (register_fsdp1, clipping over its flat shards) and DDP's exact_hook.
         self.assertEqual(self.digest(2, "fsdp1-hook 2x1"), self.digest(2, "ddp-hook 2x1"))
 
     def test_each_mutant_changes_the_digest(self):
         reference = self.digest(1, "single 1x8")
-        for world, runs in MUTANTS.items():
+        for world, runs in OTHER_RUNS.items():
             for run in runs:
                 if run["name"].startswith("mutant"):
                     self.assertNotEqual(self.digest(world, run["name"]), reference, run["name"])
