@@ -32,7 +32,11 @@ each of FSDP's collectives, with micro_batch(..., contributes=False): its rows a
 Before any gradient moves, the ranks all-gather a record (contract, op, W, lengths, dtype, the
 call's index, the micro-batch's place in its step) and every rank raises the same
 WorldDisagreement naming the ranks that differ; an op, dtype or mode this module does not define
-is refused after that agreement, so on every rank. Nothing falls back to FSDP's own reduction."""
+is refused after that agreement, so on every rank. Nothing falls back to FSDP's own reduction.
+
+register(..., trail=) records every call in a reduce_verify.Trail (Trail.wrap_reduce_scatter).
+FSDP1 (FullyShardedDataParallel): register_fsdp1 and fsdp1_hook, the same comm as its sharded
+strategies' comm hook, one reduce-scatter per backward pass."""
 
 import ctypes
 from typing import Any, List, Optional, Tuple
