@@ -7,6 +7,11 @@
 // NcclTransport::start_exchange); where that makes more than one piece, the same reduction in
 // one piece (no overlap) is timed too, so the pipeline's gain or cost shows.
 //
+// The reduce-scatter (docs/DESIGN.md §2.6) at every size too: the fixed-order and the exact
+// reduce-scatter (rank p's shard of FSDP's padded plan) against ncclReduceScatter's own sum
+// of the same arena (the library-sum contract's transport call), time per call the slowest
+// rank's, and busbw = shard bytes · (W − 1) / time, nccl-tests' convention for it.
+//
 // Each rank is one process, started by a launcher the launch layer knows (our own
 // variables, torchrun, Slurm, Open MPI), e.g. for W ranks on one host:
 //   for r in $(seq 0 $((W-1))); do
@@ -28,12 +33,15 @@
 #include <vector>
 
 #include "core/arena.h"
+#include "core/cuda/cuda_exact_device.h"
 #include "core/cuda/cuda_fold_device.h"
 #include "core/cuda/device_info.h"
 #include "core/error.h"
+#include "core/reducer/exact_reducer.h"
 #include "core/reducer/fixed_order_reducer.h"
 #include "core/rendezvous/job_directory.h"
 #include "core/rendezvous/launcher_env.h"
+#include "core/shard_plan.h"
 #include "core/transport/nccl/nccl_transport.h"
 
 namespace rv {
@@ -133,11 +141,15 @@ int run(int argc, char** argv) {
   FixedOrderOptions whole = pipelined;
   whole.piece_table_bytes = 0;
   FixedOrderReducer one_piece(*nccl, fold_device, whole);
+  CudaExactDevice exact_device(fold_device);
+  ExactReducer exact(*nccl, exact_device);
 
   // Gradient-like values; the library's repeated in-place sums may overflow to inf, which
   // costs a GPU nothing extra. The fixed-order calls use the mean, which stays bounded.
   const std::size_t max_floats = options.max_bytes / sizeof(float);
-  float* arena = fold_device.allocate(max_floats);
+  // Room for the reduce-scatter's padding (fewer than W floats) and for a shard apart.
+  float* arena = fold_device.allocate(max_floats + launch.world);
+  float* shard = fold_device.allocate(max_floats / launch.world + 1);
   const std::size_t chunk = std::min<std::size_t>(max_floats, std::size_t{1} << 24);
   const std::vector<float> values =
       generate_arena(ArenaSpec{kLatestGenerator, Distribution::kNormal, 7}, launch.rank, chunk);
@@ -151,9 +163,9 @@ int run(int argc, char** argv) {
   if (launch.rank == 0) {
     std::printf("# %s, %u ranks, %s\n", nccl->library_version().c_str(), launch.world,
                 fold_device.name());
-    std::printf("%12s %11s | %11s %9s %9s | %11s %9s %9s | %6s | %6s %11s\n", "bytes", "floats",
-                "fixed us", "algbw", "busbw", "nccl us", "algbw", "busbw", "ratio", "pieces",
-                "1-piece us");
+    std::printf("%12s %11s | %11s %9s %9s | %11s %9s %9s | %6s | %6s %11s | %11s %11s %11s\n",
+                "bytes", "floats", "fixed us", "algbw", "busbw", "nccl us", "algbw", "busbw",
+                "ratio", "pieces", "1-piece us", "fixed rs us", "exact rs us", "nccl rs us");
   }
   for (std::size_t bytes = options.min_bytes; bytes <= options.max_bytes; bytes *= 2) {
     const std::size_t n = bytes / sizeof(float);
@@ -167,13 +179,26 @@ int run(int argc, char** argv) {
         pieces > 1 ? seconds_per_call(*nccl, iterations,
                                       [&] { one_piece.all_reduce(arena, n, Op::kMean); })
                    : fixed;
+    const std::size_t s = padded_shard_size(n, launch.world);
+    const std::size_t mine = padded_shard_plan(n, launch.world)[launch.rank].count;
+    const double fixed_rs = seconds_per_call(*nccl, iterations, [&] {
+      reducer.reduce_scatter(arena, n, shard, mine, Op::kMean);
+    });
+    const double exact_rs = seconds_per_call(*nccl, iterations, [&] {
+      exact.reduce_scatter(arena, n, shard, mine, Op::kMean);
+    });
+    const double library_rs = seconds_per_call(*nccl, iterations, [&] {
+      nccl->library_reduce_scatter(arena, s, DType::kF32);
+    });
     const double fixed_algbw = static_cast<double>(bytes) / fixed / 1e9;
     const double library_algbw = static_cast<double>(bytes) / library / 1e9;
     if (launch.rank == 0) {
-      std::printf("%12zu %11zu | %11.2f %9.2f %9.2f | %11.2f %9.2f %9.2f | %6.2f | %6zu %11.2f\n",
-                  bytes, n, fixed * 1e6, fixed_algbw, fixed_algbw * bus_factor, library * 1e6,
-                  library_algbw, library_algbw * bus_factor, fixed / library, pieces,
-                  fixed_one_piece * 1e6);
+      std::printf(
+          "%12zu %11zu | %11.2f %9.2f %9.2f | %11.2f %9.2f %9.2f | %6.2f | %6zu %11.2f | %11.2f "
+          "%11.2f %11.2f\n",
+          bytes, n, fixed * 1e6, fixed_algbw, fixed_algbw * bus_factor, library * 1e6,
+          library_algbw, library_algbw * bus_factor, fixed / library, pieces,
+          fixed_one_piece * 1e6, fixed_rs * 1e6, exact_rs * 1e6, library_rs * 1e6);
       std::fflush(stdout);
     }
     results.push_back({{"bytes", bytes},
@@ -188,9 +213,16 @@ int run(int argc, char** argv) {
                        {"fixed_over_nccl_time", fixed / library},
                        {"fixed_order_pieces", pieces},
                        {"fixed_order_one_piece_us", fixed_one_piece * 1e6},
-                       {"pipelined_over_one_piece_time", fixed / fixed_one_piece}});
+                       {"pipelined_over_one_piece_time", fixed / fixed_one_piece},
+                       {"fixed_order_reduce_scatter_us", fixed_rs * 1e6},
+                       {"exact_reduce_scatter_us", exact_rs * 1e6},
+                       {"nccl_reduce_scatter_us", library_rs * 1e6},
+                       {"reduce_scatter_busbw_factor", static_cast<double>(launch.world - 1)},
+                       {"fixed_rs_over_nccl_rs_time", fixed_rs / library_rs},
+                       {"exact_rs_over_nccl_rs_time", exact_rs / library_rs}});
   }
   fold_device.free(arena);
+  fold_device.free(shard);
   if (launch.rank == 0 && !options.json.empty()) {
     nlohmann::json report = {{"context",
                               {{"world", launch.world},
