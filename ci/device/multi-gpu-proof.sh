@@ -19,8 +19,12 @@
 #      needs the bundle's libreduce_verify_c.so); its JSON and log go into reports.tar.gz
 #   1b. (in step 1) the bf16/f16 golden cases over NCCL under all three contracts, --accuracy,
 #      compared with golden/boxes/cpu-gloo-half.json
+#   1c. (in step 1) the reduce-scatter golden cases (f32, bf16, f16) over NCCL, compared with
+#      golden/boxes/cpu-gloo-reduce-scatter.json; the benchmark of step 4 times the
+#      reduce-scatter against ncclReduceScatter too
 #   6. exact gradient accumulation over NCCL, W x K = 1 x 8, 2 x 4, 4 x 2, 8 x 1 (the W that
 #      fit): one final parameter digest (tests/python/accumulate_nccl_worlds.py)
+#   7. FSDP2 with reduce_verify.fsdp over NCCL: one final digest (tests/python/test_fsdp_gpu.py)
 # NOT RUN YET: nothing has run on several GPUs so far (see docs/results.md).
 #   usage (device machine, repository root): bash ci/device/multi-gpu-proof.sh
 #   RV_DEVICE_BUDGET (default 540 s): the steps stop there, so the reports are still written
@@ -73,7 +77,8 @@ if ((gpus == 1)); then
     bash "$root/ci/device/half-proof.sh"
   for step in "suite over nccl, W >= 2, each NCCL" "invariance: GPU order, NCCL_ALGO, NCCL_PROTO" \
       "fault: a rank SIGKILLed mid-reduction" "nccl benchmark W >= 2" \
-      "ddp hooks in an NCCL world of several GPUs" "bf16/f16 suite over nccl, W >= 2"; do
+      "ddp hooks in an NCCL world of several GPUs" "bf16/f16 suite over nccl, W >= 2" \
+      "reduce-scatter suite over nccl, W >= 2" "fsdp over NCCL, W >= 2"; do
     note "$(printf '%-60s rc=not-run (needs two or more GPUs)' "$step")"
   done
   exit 0
@@ -85,15 +90,23 @@ for key in system torch; do
   lib="LD_LIBRARY_PATH=${nccl_dirs[$key]}:$bundle/lib"
   report="$work/reports/${gpus}x${model}-nccl-nccl$(nccl_version $key).json"
   check "suite nccl[$key] W=$worlds" env "$lib" "$rv" run --transport nccl --world "$worlds" \
-    --max-world "$gpus" --dtype f32 --report "$report"
+    --max-world "$gpus" --dtype f32 --coll all-reduce --report "$report"
   check "compare nccl[$key] with the CPU report" "$rv" compare "$report" "$cpu_report"
   # 1b. The bf16/f16 cases (issue 19): fixed-order, exact and NCCL's own half sum
   # (ncclBfloat16 / ncclFloat16), with each result's error against the correctly rounded sum.
   half="$work/reports/${gpus}x${model}-nccl-half-nccl$(nccl_version $key).json"
   check "half suite nccl[$key] W=$worlds --accuracy" env "$lib" "$rv" run --transport nccl \
-    --world "$worlds" --max-world "$gpus" --dtype bf16,f16 --accuracy --report "$half"
+    --world "$worlds" --max-world "$gpus" --dtype bf16,f16 --coll all-reduce --accuracy \
+    --report "$half"
   check "compare half nccl[$key] with the CPU half report" "$rv" compare "$half" \
     "$root/golden/boxes/cpu-gloo-half.json"
+  # 1c. The reduce-scatter cases (issue 38) in f32, bf16 and f16: fixed-order and exact must
+  # equal the CPU's; library-sum is ncclReduceScatter, held to the association bound.
+  scatter="$work/reports/${gpus}x${model}-nccl-reduce-scatter-nccl$(nccl_version $key).json"
+  check "reduce-scatter suite nccl[$key] W=$worlds" env "$lib" "$rv" run --transport nccl \
+    --world "$worlds" --max-world "$gpus" --coll reduce-scatter --report "$scatter"
+  check "compare reduce-scatter nccl[$key] with the CPU report" "$rv" compare "$scatter" \
+    "$root/golden/boxes/cpu-gloo-reduce-scatter.json"
 done
 
 # 2. Invariance, at the largest W, under the system library.
@@ -164,6 +177,13 @@ check "accumulation W x K over NCCL (one digest)" env REDUCE_VERIFY_LIB="$bundle
   REDUCE_VERIFY="$rv" PYTHONPATH="$root/python:$root/tests/python" OMP_NUM_THREADS=1 \
   python3 "$root/tests/python/accumulate_nccl_worlds.py" --out "$work/ddp"
 grep -E '^(  (exact|float)-|exact: )' "$out/log.txt" | tail -n 12 | tee -a "$summary"
+
+# 7. FSDP2 with reduce_verify.fsdp over NCCL (issue 39): the comm on CUDA tensors against the
+#    CPU's bits, and the training splits (1 x 8, DDP 2 x 4, FSDP 2 x 4, and 4 x 2, 3+2+2+1 with
+#    four GPUs) ending with one parameter digest (tests/python/test_fsdp_gpu.py).
+check "fsdp over NCCL (one digest)" env REDUCE_VERIFY_LIB="$bundle/lib/libreduce_verify_c.so" \
+  REDUCE_VERIFY="$rv" REDUCE_VERIFY_HAS_GLOO=1 PYTHONPATH="$root/python:$root/tests/python" \
+  OMP_NUM_THREADS=1 python3 "$root/tests/python/test_fsdp_gpu.py"
 
 tar -czf "$out/reports.tar.gz" -C "$work" reports ddp
 note "steps failed: $(grep -c 'rc=[1-9]' "$summary"), skipped: $(grep -c 'rc=skipped' "$summary")"
