@@ -23,6 +23,9 @@ does not depend on the rank that computes it (docs/DESIGN.md §11). Runs (RUNS_J
                 set_requires_gradient_sync(False)), the loss scaled by W / 8, FSDP's or DDP's
                 reduction, torch.nn.utils.clip_grad_norm_.
 
+A run {"mode": "teardown"} (anywhere in the list) ends the world as a user's script does:
+dist.destroy_process_group() and the interpreter's exit, instead of os._exit.
+
 trail: a file name in FOLDER: the run keeps a reduce_verify.Trail there (FSDP: through
 register(..., trail=)).
 
@@ -480,6 +483,8 @@ def main():
             dist.init_process_group(backend, init_method=f"file://{folder / 'store'}", rank=rank,
                                     world_size=world)
         for run in runs:
+            if run["mode"] == "teardown":
+                continue
             if run["mode"] == "errors":
                 results[run["name"]] = errors(rank, world)
                 continue
@@ -501,6 +506,12 @@ def main():
         os._exit(1)
     (folder / f"results-rank{rank}.json").write_text(json.dumps(results))
     sys.stdout.flush()
+    if any(run["mode"] == "teardown" for run in runs):
+        # A user's ending: the process group destroyed, then the interpreter's own exit, with
+        # the models of our runs gone and theirs collected (a hang or an abort fails the test).
+        if dist.is_initialized():
+            dist.destroy_process_group()
+        return
     # The errors' worlds may leave a backward pass's FSDP state half done: no teardown to
     # wait on, the results are written.
     os._exit(0)

@@ -84,6 +84,9 @@ WIDE = os.environ.get("REDUCE_VERIFY_FSDP_W8") == "1"
 if WIDE:
     OURS[8] = [{"name": "ddp 8x1", "mode": "ddp"}, {"name": "fsdp 8x1", "mode": "fsdp"}]
     DEFAULTS[8] = [{"name": "fsdp 8x1 default", "mode": "fsdp-default"}]
+# The W = 3 world ends with destroy_process_group() and the interpreter's exit (the others
+# leave by os._exit): a hang or an abort there fails the test.
+TEARDOWN = [{"name": "teardown", "mode": "teardown"}]
 ERRORS = [{"name": "contract", "mode": "contract"}, {"name": "errors", "mode": "errors"}]
 
 
@@ -144,7 +147,8 @@ class FSDP(unittest.TestCase):
         # 2, 3 with 1.
         batches = [[(4, OURS[4] + DEFAULTS[4] + OTHER_RUNS[4])],
                    [(2, OURS[2] + DEFAULTS[2] + OTHER_RUNS[2]), ("errors", ERRORS)],
-                   [(3, OURS[3] + DEFAULTS[3] + OTHER_RUNS[3]), (1, OURS[1] + DEFAULTS[1])]]
+                   [(3, OURS[3] + DEFAULTS[3] + OTHER_RUNS[3] + TEARDOWN),
+                    (1, OURS[1] + DEFAULTS[1])]]
         if WIDE:
             batches.append([(8, OURS[8] + DEFAULTS[8])])
         for batch in batches:
