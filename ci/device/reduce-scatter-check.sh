@@ -8,7 +8,9 @@
 #      with the committed CPU report (golden/boxes/cpu-gloo-reduce-scatter.json, W = 2 … 8);
 #   3. an NCCL world of one over the same cases under each NCCL (the system's and the torch
 #      venv's; library-sum is ncclReduceScatter there), each compared with the loopback report;
-#   4. the package's FSDP tests on the GPU, where they exist (tests/python/test_fsdp_gpu.py).
+#   4. the package's FSDP tests: on the GPU (tests/python/test_fsdp_gpu.py, one GPU: the comm
+#      and clipping on CUDA tensors against the CPU's bits), and the CI's FSDP splits on the
+#      machine's CPUs under its torch, W = 8 included (tests/python/test_fsdp.py).
 # Everything lands in $OUT (summary.txt, log.txt, the JSON reports).
 #   usage: bash ci/device/reduce-scatter-check.sh   (with build-device/ carried)
 set -uo pipefail
@@ -43,10 +45,13 @@ for tag in "${!nccl_dirs[@]}"; do
 done
 grep -E '^[0-9]+ passed, [0-9]+ failed' "$out/$log" | tee -a "$summary"
 
-if [[ -f $root/tests/python/test_fsdp_gpu.py ]]; then
-  step "python test_fsdp_gpu.py" 200 env REDUCE_VERIFY_LIB="$bundle/lib/libreduce_verify_c.so" \
-    REDUCE_VERIFY="$shim" REDUCE_VERIFY_HAS_GLOO=1 PYTHONPATH="$root/python:$root/tests/python" \
-    python3 "$root/tests/python/test_fsdp_gpu.py"
-fi
+py=(env REDUCE_VERIFY_LIB="$bundle/lib/libreduce_verify_c.so" REDUCE_VERIFY="$shim"
+    REDUCE_VERIFY_HAS_GLOO=1 PYTHONPATH="$root/python:$root/tests/python" python3)
+step "python test_fsdp_gpu.py" 150 "${py[@]}" "$root/tests/python/test_fsdp_gpu.py" -v
+# The CI's FSDP splits again on this machine's CPUs under its torch, W = 8 included (FSDP2 on
+# CPU tensors needs CUDA hidden under a CUDA build of torch).
+step "python test_fsdp.py on the CPUs, W up to 8" 200 env CUDA_VISIBLE_DEVICES= \
+  REDUCE_VERIFY_FSDP_W8=1 "${py[@]}" "$root/tests/python/test_fsdp.py" -v
+grep -E 'distinct|digest' "$out/$log" | tail -n 8 | tee -a "$summary"
 note "steps failed: $(grep -c 'rc=[1-9]' "$summary")"
 exit 0
