@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/fold_law.h"
+#include "core/shard_plan.h"
 
 namespace rv {
 
@@ -75,13 +76,22 @@ std::string hex_bits(std::uint32_t bits) {
 
 // "; rank 2 iteration 1: element 1234 is 0x..., the golden's 0x..." for every rank that
 // named where its result left the golden.
-std::string first_differences_text(const std::vector<const RankRecord*>& records) {
+// A reduce-scatter's result is every rank's shard in rank order: the element also names the
+// rank whose shard holds it.
+std::string first_differences_text(const std::vector<const RankRecord*>& records,
+                                   const CaseId& data_case) {
   std::string text;
+  const std::size_t s = padded_shard_size(static_cast<std::size_t>(data_case.count),
+                                          data_case.world);
   for (std::size_t r = 0; r < records.size(); ++r) {
     if (records[r] == nullptr || !records[r]->first_difference) continue;
     const FirstDifference& d = *records[r]->first_difference;
     text += "; rank " + std::to_string(r) + " iteration " + std::to_string(d.iteration) +
-            ": element " + std::to_string(d.element) + " is " + hex_bits(d.bits);
+            ": element " + std::to_string(d.element);
+    if (data_case.coll == Collective::kReduceScatter && s > 0) {
+      text += " (rank " + std::to_string(d.element / s) + "'s shard)";
+    }
+    text += " is " + hex_bits(d.bits);
     if (d.bound) {
       std::ostringstream bound;
       bound << std::setprecision(3) << *d.bound;
@@ -147,12 +157,15 @@ CaseResult decide_verdict(const CaseId& data_case, Contract contract, const Dige
   }
   if (!problems.empty()) {
     result.verdict = Verdict::kFailed;
-    result.detail = problems + first_differences_text(records);
+    result.detail = problems + first_differences_text(records, data_case);
     return result;
   }
   const Digest& digest = result.rank_digests[0];
   if (digest == expected) {
     result.verdict = Verdict::kOk;
+    if (data_case.coll == Collective::kReduceScatter && must_equal_golden(data_case, contract)) {
+      result.detail = "every rank's shard is the all-reduce's slice";
+    }
     return result;
   }
   if (must_equal_golden(data_case, contract)) {
@@ -175,7 +188,7 @@ CaseResult decide_verdict(const CaseId& data_case, Contract contract, const Dige
     result.detail += ": " + std::to_string(*result.differing_elements) + " elements differ, max " +
                      std::to_string(result.max_ulp.value_or(0)) + " ulp";
   }
-  if (result.verdict == Verdict::kFailed) result.detail += first_differences_text(records);
+  if (result.verdict == Verdict::kFailed) result.detail += first_differences_text(records, data_case);
   return result;
 }
 
