@@ -18,7 +18,7 @@
 // the ceiling, not a copy of the same misalignment.
 //
 // Run: bench_cuda_half --benchmark_out=cuda-half-h200.json --benchmark_out_format=json
-// (2816 cases, estimated at 3 to 4 minutes on an H100; --benchmark_filter='/n:16777216/',
+// (2816 cases, minutes on one GPU; --benchmark_filter='/n:16777216/',
 // '/kernel:1/.*/shape:0/' and so on for a part: the arguments are in each case's name).
 #include <benchmark/benchmark.h>
 #include <cuda_runtime_api.h>

@@ -203,8 +203,9 @@ __global__ void __launch_bounds__(kThreads)
 
 // The pool the segment tables come from: one per device, which keeps the memory freed into it.
 // The device's default pool hands its memory back at every synchronisation, and taking it
-// again cost the trail 0.25-0.36 ms of host time a step on a profiled H100 (a table a step for the
-// parameters); these tables are a few hundred bytes to a few KB, so keeping them is free.
+// again costs host time at every step (a table a step for the parameters; docs/results.md,
+// "Decisions behind the code"); these tables are a few hundred bytes to a few KB, so keeping
+// them is free.
 cudaMemPool_t table_pool() {
   int device = 0;
   RV_CUDA_CHECK(cudaGetDevice(&device));

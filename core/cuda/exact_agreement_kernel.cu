@@ -121,8 +121,8 @@ constexpr int kManyWarpsBlocksPerSm = 6;
 
 // Full blocks of an aligned arena, one per warp at a time, no prefetch, registers capped so
 // that kManyWarpsBlocksPerSm CUDA blocks fit on an SM: latency hidden by many warps, not by
-// registers. Prefetching the next block, or two blocks per warp, measured slower: both hold
-// twice the registers and so half the warps (docs/results.md, "Decisions behind the code").
+// registers. Prefetching the next block, or two blocks per warp, is slower: both hold twice
+// the registers and so half the warps (docs/results.md, "Decisions behind the code").
 __global__ void __launch_bounds__(kThreads, kManyWarpsBlocksPerSm)
     agreement_many_warps_kernel(const float* values, std::size_t full_blocks,
                                 std::int64_t* words) {

@@ -112,8 +112,8 @@ void launch_exact_encode_with(const float* d_values, const ExactPlanView& plan,
 //     in its last place of the true one, rounded to float unless a float midpoint may lie
 //     that close (the 29 bits below the float's 24 within 8 of the midpoint pattern) or the
 //     result is below 2^-125; those few take the long division (exact_round_kernel.cu).
-//     Means of sums of a few floats are often exact float midpoints (about 3 % at W = 3),
-//     and every one of those takes the long division.
+//     Means of sums of a few floats are often exact float midpoints, and every one of those
+//     takes the long division.
 //   kDividedDouble: for |D| < 2^51, the correctly rounded double quotient D / (W ×
 //     2^(149 − bottom)) converted to float, which is the law's single rounding (no float
 //     rounding boundary lies between that quotient and the true mean: host_exact.cc argues

@@ -76,9 +76,9 @@ struct ElementSum {
 };
 
 // `first`: x is slot 0's addend, and the sum starts as x itself. That is the law's sum from
-// −0 (−0 + x = x for every x, −0 included), without relying on a −0 start value: the
-// two-units shape, whose sums start as an array of these structs, returned +0 for sums of
-// −0s on an H100 (issue 37) where this kernel's one-unit shape and the law give −0.
+// −0 (−0 + x = x for every x, −0 included), without relying on a −0 start value that every
+// shape would have to set: a shape whose sums start as an array of these structs, zeroed,
+// would give +0 for a sum of −0s where the law gives −0.
 __device__ __forceinline__ void add(ElementSum& e, float x, bool first) {
   const std::uint32_t magnitude = float_bits(x) & 0x7FFFFFFFu;
   e.largest = max(e.largest, magnitude);
@@ -756,9 +756,8 @@ ExactHalfArgs args_of(std::uint32_t world, Op op, DType dtype) {
 namespace detail {
 
 // staged-s4x2: the shape with the highest worst case over W = 2 … 16, every layout, sum and
-// mean, at 16 Mi and 128 Mi elements on an H100 (bench/results/cuda-half-shapes-h100-c951f9c.json:
-// 0.64 and 0.73 of a D2D copy, against one-unit's 0.37 and 0.43); every shape gives the same
-// bits (gpu_half_stacked_kernel_test). f16 worlds past 2^13 still take one-unit (below).
+// mean, at 16 Mi and 128 Mi elements (docs/results.md, "Decisions behind the code"); every
+// shape gives the same bits (gpu_half_stacked_kernel_test). f16 worlds past 2^13 still take one-unit (below).
 HalfExactShape default_half_exact_shape(std::uint32_t /*world*/) {
   return HalfExactShape::kStaged4x2;
 }

@@ -27,9 +27,9 @@
 // exact_reduce_stacked: each is the correctly rounded value of the same exact sum (or
 // sum / W), however it was built.
 //
-// It replaced an int64 version, which found each window first and then converted and summed
-// the digits (values held in registers up to W = 4, read again above) and measured slower
-// (bench_cuda_exact BM_ExactStacked, docs/DESIGN.md §9; the figures in docs/results.md).
+// Sums are built in double rather than as int64 digits of a window found first (values held
+// in registers, converted and summed), which is slower (bench_cuda_exact BM_ExactStacked,
+// docs/DESIGN.md §9; docs/results.md, "Decisions behind the code").
 #include <cmath>
 #include <cstdint>
 
@@ -54,8 +54,8 @@ using exact_kernel_detail::round_one_limb_sum;
 // consecutive elements at a time (kGroup / 4 float4s per slot where the slots allow it), the
 // loads of kSlotsInFlight slots issued together before any is used. Larger worlds take 4
 // elements from 4 slots at once; worlds of one or two slots 8 elements from both, so that a
-// thread has as many loads in flight (at W = 2, 8 elements measured faster than 4:
-// docs/results.md, "Decisions behind the code").
+// thread has as many loads in flight (8 elements at W = 2: docs/results.md, "Decisions behind
+// the code").
 constexpr int kVectorWidth = 4;
 
 // Blocks of kThreads per SM the kernel is compiled for: 4 (64 registers) for groups of 4, 3

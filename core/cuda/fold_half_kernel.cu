@@ -346,8 +346,7 @@ HalfPath half_path(const void* d_stacked, std::uint32_t world, std::size_t slot_
 }
 
 // b4x1: the shape with the highest worst case over W = 2 … 16, every layout, sum and mean, at
-// 16 Mi and 128 Mi elements on an H100 (bench/results/cuda-half-shapes-h100-c951f9c.json:
-// 0.82 and 0.90 of a D2D copy, against the inline kernel's 0.70 and 0.83); every shape gives
+// 16 Mi and 128 Mi elements (docs/results.md, "Decisions behind the code"); every shape gives
 // the same bits (gpu_half_stacked_kernel_test).
 HalfFoldShape default_half_fold_shape(HalfPath /*path*/, std::uint32_t /*world*/) {
   return HalfFoldShape::kBatch4;

@@ -128,8 +128,7 @@ void launch_unit(detail::FoldShape shape, const FoldArgs& args, cudaStream_t str
 
 namespace detail {
 
-// The shapes chosen are the fastest measured per W (bench/results/cuda-fold-h200.json; the
-// figures in docs/results.md, "Decisions behind the code"). The vector path: batch8x1 at
+// The shapes chosen are the fastest per W (docs/results.md, "Decisions behind the code"). The vector path: batch8x1 at
 // every W. The realigned path depends on W in a way no simple rule captured (occupancy,
 // register allocation and the second, cache-hit load per misaligned chunk pull in different
 // directions): batch4x1 at W = 2 and 5, at W = 3 batch4x1 compiled for 4 resident blocks per
@@ -141,9 +140,9 @@ FoldShape default_fold_shape(FoldPath path, std::uint32_t world) {
   return FoldShape::kBatch8Unroll1;
 }
 
-// The warp shuffles measured slower than the second, mostly cache-hit load of overlapping
-// loads at every W but 6 (bench/results/cuda-fold-h200.md; docs/results.md, "Decisions behind
-// the code"), so every lane loads both chunks itself.
+// Warp shuffles are slower than the second, mostly cache-hit load of overlapping loads at
+// almost every W (docs/results.md, "Decisions behind the code"), so every lane loads both
+// chunks itself.
 FoldRealign default_fold_realign() { return FoldRealign::kOverlappingLoads; }
 
 const char* to_string(FoldShape shape) {

@@ -102,8 +102,8 @@ void launch_resident(Kernel kernel, const FoldArgs& args, std::size_t units_per_
 
 // A detail::FoldShape as compile-time parameters: slots per batch, units per thread,
 // streaming cache hints, and __launch_bounds__' minimum resident blocks per SM (0: not
-// given, which is not the same as 1: ptxas then allocates registers differently, 47 against
-// 55 for batch4x1, and the shapes were measured with it unsaid).
+// given, which is not the same as 1: ptxas then allocates registers differently, and the
+// shapes were chosen with it unsaid).
 template <int kBatchT, int kUnrollT, bool kStreamingT, int kMinBlocksT = 0>
 struct ShapeParams {
   static constexpr int kBatch = kBatchT;

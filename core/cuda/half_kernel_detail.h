@@ -9,14 +9,14 @@
 // another phase p (in elements, 1 … 7) has the unit's 8 elements straddling two aligned
 // 16-byte chunks, and the thread loads both and shifts the 8 wanted halves into place
 // (funnel shifts of 32-bit words). Every lane loading both chunks requests each chunk twice,
-// the second request usually an L1 or L2 hit: the f32 fold measured that faster than warp
+// the second request usually an L1 or L2 hit, which the f32 fold found faster than warp
 // shuffles (core/cuda/fold_kernel.cu, default_fold_realign). A slot's phase is
 // (phase0 + r × stride_phase) mod 8, the same for every lane of a warp, so the shift's
 // branches never diverge.
 //
 // Two ways to use them. load_unit (the first kernels) realigns a slot as soon as its chunks
 // are requested: the shift waits for the data, so the next slot's loads are issued one memory
-// latency later (issue 37 measured the realigned layouts slowest). load_chunks + realign (the
+// latency later, which makes the realigned layouts the slowest. load_chunks + realign (the
 // "units" kernels) split the two: a thread requests every chunk of a batch of slots first and
 // shifts them afterwards, so all of them are in flight together, as fold_realign_kernel.cu
 // does for f32. The few elements outside the units (the edges) are folded one per thread on

@@ -55,8 +55,8 @@ def parse_arguments():
     parser.add_argument("--width", type=int, default=4096)
     parser.add_argument("--depth", type=int, default=6, help="hidden width×width layers")
     parser.add_argument("--batches", default="256,1024,4096", help="batch sizes timed")
-    # 8 × 8 steps per hook and batch: at batch 256 (a ~6 ms step on the H200, where the hooks'
-    # cost is host time) a median of 5 × 6 moved by up to 0.2 of the ratio between runs.
+    # 8 × 8 steps per hook and batch: at small batches, where the hooks' cost is host time,
+    # fewer steps moved the ratio between runs (docs/results.md, "Decisions behind the code").
     parser.add_argument("--rounds", type=int, default=8, help="interleaved rounds per batch")
     parser.add_argument("--steps", type=int, default=8, help="timed steps per config and round")
     parser.add_argument("--warmup", type=int, default=4)

@@ -337,7 +337,7 @@ class Trail:
         def trail_hook(state: Any, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
             buffer = bucket.buffer()
             index = bucket.index()
-            # Which parameters, in which order (1-5 µs a bucket): DDP's first iteration and its
+            # Which parameters, in which order: DDP's first iteration and its
             # rebuilt buckets can hold the same count in another order (the record's "layout").
             order = tuple(id(p) for p in bucket.parameters())
             side = self._side_stream(buffer)

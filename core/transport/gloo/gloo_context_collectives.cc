@@ -116,7 +116,7 @@ void GlooContextTransport::library_reduce_scatter(void* values, std::size_t shar
   // buffer, of which each rank keeps its shard (Gloo's own association order). Debian's Gloo
   // has a reduce-scatter algorithm too, ReduceScatterHalvingDoubling, but only old-style:
   // bound buffers, which shrink the sockets' send buffers and slow every later transfer on the
-  // pairs about 100× (gloo_transport.h), so it is not used.
+  // pairs (gloo_transport.h), so it is not used.
   library_sum(static_cast<float*>(values), shard_size * world_);
 }
 

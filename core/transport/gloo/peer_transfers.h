@@ -1,6 +1,7 @@
 // Rounds of point-to-point transfers between this rank and its peers, over Gloo's unbound
 // buffers (the only Gloo API this backend uses for its own traffic: the old bound-buffer
-// algorithms resize the sockets' send buffers and slow later traffic ~100×).
+// algorithms resize the sockets' send buffers and slow all later traffic on the pairs:
+// docs/results.md, "Decisions behind the code").
 //
 // Each transfer has its own buffer, and each wait is for one peer within the operation's
 // deadline. That is what lets a failure name the peer: the buffer that did not complete
@@ -33,7 +34,7 @@ using UnboundBufferPtr = std::unique_ptr<::gloo::transport::UnboundBuffer>;
 // Buffer lifetimes. Gloo blocks a buffer's destruction until its I/O thread has let go of
 // it, by spinning on sched_yield. Destroyed right after its completion woke us, a buffer
 // usually still is in the I/O thread's hands, and on a box with fewer cores than threads
-// the spin costs a scheduler tick (about 1 ms per operation: docs/results.md). So a
+// the spin costs a scheduler tick per operation (docs/results.md). So a
 // completed buffer is handed to `retired`, which the owner clears at its next operation
 // (a completed buffer never touches the caller's memory again); a buffer that did not
 // complete dies with the round, so a failed round leaves no pointer into that memory.

@@ -132,7 +132,7 @@ def _hook(state: Optional[HookState], bucket: dist.GradBucket, contract: str,
 def _check_bucket(bucket: dist.GradBucket, buffer: torch.Tensor, index: int,
                   with_gradients: bool) -> None:
     """`buffer` is a tensor of a supported dtype (check_reducible ran first)."""
-    # The gradients' devices cost a Python tensor per parameter to read (about 1 µs each), and
+    # The gradients' devices cost a Python tensor per parameter to read, and
     # DDP fixes each bucket's parameters, on one device, when it rebuilds its buckets after
     # the first step: they are read while the layout may still change (the agreement's steps).
     if with_gradients:
