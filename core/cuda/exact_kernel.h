@@ -17,7 +17,7 @@
 #include "core/contract.h"
 #include "core/dtype.h"
 #include "core/exact/exact_plan.h"
-#include "core/transport/transport.h"
+#include "core/int_reduction.h"
 
 namespace rv {
 

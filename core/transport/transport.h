@@ -19,13 +19,9 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/int_reduction.h"
 
 namespace rv {
-
-// The element-wise reductions of the library's integer all-reduce (the exact contract's
-// agreement and sum rounds). Integer addition and max are associative and commutative, so
-// any algorithm, channel count or protocol the library picks gives the same bits.
-enum class IntReduction : std::uint8_t { kSum, kMax };
 
 // One rank's side of a pairwise exchange (an all-to-all with per-peer sizes): for every
 // peer p, send_bytes[p] bytes from send + send_offset[p] go to p, and recv_bytes[p] bytes
