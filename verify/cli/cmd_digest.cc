@@ -19,7 +19,7 @@
 #include "verify/common/output_file.h"
 #include "verify/golden/case_matrix.h"
 #include "verify/golden/golden_file.h"
-#include "verify/golden/raw_inputs.h"
+#include "verify/common/raw_inputs.h"
 
 namespace rv {
 namespace {

@@ -11,7 +11,7 @@
 #include "core/oracle/emulated_world.h"
 #include "core/oracle/reference.h"
 #include "core/transport/cuda_loopback/loopback_ranks.h"
-#include "verify/golden/raw_inputs.h"
+#include "verify/common/raw_inputs.h"
 #endif
 
 namespace rv {

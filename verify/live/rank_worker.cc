@@ -11,7 +11,7 @@
 #include "core/rendezvous/job_directory.h"
 #include "verify/common/exit_codes.h"
 #include "verify/common/file_io.h"
-#include "verify/golden/raw_inputs.h"
+#include "verify/common/raw_inputs.h"
 #include "verify/live/inputs_accumulation.h"
 #include "verify/live/rank_cases.h"
 #include "verify/live/rendezvous.h"

@@ -16,7 +16,7 @@
 #include "verify/common/exit_codes.h"
 #include "verify/common/file_io.h"
 #include "verify/common/progress.h"
-#include "verify/golden/raw_inputs.h"
+#include "verify/common/raw_inputs.h"
 #include "verify/live/loopback_run.h"
 #include "verify/live/rendezvous.h"
 #include "verify/live/run_report.h"

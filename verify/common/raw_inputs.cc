@@ -1,4 +1,4 @@
-#include "verify/golden/raw_inputs.h"
+#include "verify/common/raw_inputs.h"
 
 #include "core/case_id.h"
 #include "core/dtype_arrays.h"
