@@ -28,37 +28,20 @@ ExactReducer::ExactReducer(Transport& transport, ExactDevice& device)
     : ExactReducer(transport, device, ExactOptions::for_device(device)) {}
 
 ExactReducer::ExactReducer(Transport& transport, ExactDevice& device, const ExactOptions& options)
-    : transport_(transport), device_(device), options_(options) {
+    : transport_(transport),
+      device_(device),
+      options_(options),
+      words_([&device](std::size_t n) { return device.allocate_words(n); },
+             [&device](std::int64_t* p) { device.free_words(p); }),
+      values_([&device](std::size_t n) { return device.allocate_values(n); },
+              [&device](float* p) { device.free_values(p); }) {
   RV_ENFORCE_EQ(InputError, options.piece_elements % exact::kBlock, std::size_t{0},
                 "exact reducer: pieces must hold whole blocks of", exact::kBlock, "elements");
   RV_ENFORCE_LE(InputError, transport.world_size(), exact::kMaxWorld,
                 "exact reducer: the encoding supports worlds up to 2^20 ranks");
 }
 
-ExactReducer::~ExactReducer() {
-  if (words_ != nullptr) device_.free_words(words_);
-  if (values_ != nullptr) device_.free_values(values_);
-}
-
-std::int64_t* ExactReducer::words_scratch(std::size_t n) {
-  if (words_ == nullptr || words_capacity_ < n) {
-    if (words_ != nullptr) device_.free_words(words_);
-    words_ = nullptr;  // stays null if allocate throws
-    words_ = device_.allocate_words(n);
-    words_capacity_ = n;
-  }
-  return words_;
-}
-
-float* ExactReducer::values_scratch(std::size_t n) {
-  if (values_ == nullptr || values_capacity_ < n) {
-    if (values_ != nullptr) device_.free_values(values_);
-    values_ = nullptr;  // stays null if allocate throws
-    values_ = device_.allocate_values(n);
-    values_capacity_ = n;
-  }
-  return values_;
-}
+ExactReducer::~ExactReducer() = default;
 
 void ExactReducer::all_reduce(float* arena, std::size_t n, Op op, DType dtype) {
   const std::uint32_t world = transport_.world_size();
@@ -71,7 +54,7 @@ void ExactReducer::all_reduce(float* arena, std::size_t n, Op op, DType dtype) {
 
   // One max round agrees every block's window for the whole arena.
   const std::size_t agreement_words = exact_block_count(n) * exact::kAgreementWords;
-  std::int64_t* words = words_scratch(agreement_words);
+  std::int64_t* words = words_.at_least(agreement_words);
   device_.agreement_words(arena, n, words);
   device_.synchronize();
   // n is agreed, so every rank passes the same count: the transport need not check it.
@@ -86,7 +69,7 @@ void ExactReducer::all_reduce(float* arena, std::size_t n, Op op, DType dtype) {
     const std::size_t first_block = begin / exact::kBlock;
     const ExactPlan plan =
         plan_exact_blocks(agreed_.data() + first_block * exact::kAgreementWords, count, world);
-    std::int64_t* digits = words_scratch(plan.words);
+    std::int64_t* digits = words_.at_least(plan.words);
     device_.encode(arena + begin, plan, digits);
     device_.synchronize();
     // plan.words follows from n and the agreed words, which the max all-reduce gave every
@@ -112,7 +95,7 @@ void ExactReducer::reduce_scatter(const float* arena, std::size_t n, float* out,
   }
   const Shard mine = plan[me];
   const OwnerTables tables = OwnerTables::of(plan, me, options_.scatter_table_bytes);
-  float* scratch = values_scratch(tables.scratch_floats());
+  float* scratch = values_.at_least(tables.scratch_floats());
   auto out_of = [&](std::size_t k) {
     return out + (piece_of(mine, k, tables.pieces).begin - mine.begin);
   };

@@ -13,6 +13,7 @@
 #include "core/contract.h"
 #include "core/dtype.h"
 #include "core/reducer/exact_device.h"
+#include "core/reducer/growing_scratch.h"
 #include "core/transport/transport.h"
 
 namespace rv {
@@ -75,16 +76,11 @@ class ExactReducer {
   const ExactTraffic& last_traffic() const { return traffic_; }
 
  private:
-  std::int64_t* words_scratch(std::size_t n);
-  float* values_scratch(std::size_t n);
-
   Transport& transport_;
   ExactDevice& device_;
   ExactOptions options_;
-  std::int64_t* words_ = nullptr;
-  std::size_t words_capacity_ = 0;
-  float* values_ = nullptr;
-  std::size_t values_capacity_ = 0;
+  GrowingScratch<std::int64_t> words_;  // agreement words and digits
+  GrowingScratch<float> values_;        // the reduce-scatter's owner tables
   std::vector<std::int64_t> agreed_;
   ExactTraffic traffic_;
 };

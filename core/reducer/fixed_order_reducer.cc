@@ -52,21 +52,13 @@ FixedOrderReducer::FixedOrderReducer(Transport& transport, FoldDevice& device)
 
 FixedOrderReducer::FixedOrderReducer(Transport& transport, FoldDevice& device,
                                      const FixedOrderOptions& options)
-    : transport_(transport), device_(device), options_(options) {}
+    : transport_(transport),
+      device_(device),
+      options_(options),
+      stacked_([&device](std::size_t n) { return device.allocate(n); },
+               [&device](float* p) { device.free(p); }) {}
 
-FixedOrderReducer::~FixedOrderReducer() {
-  if (stacked_ != nullptr) device_.free(stacked_);
-}
-
-float* FixedOrderReducer::stacked_scratch(std::size_t floats) {
-  if (stacked_ == nullptr || stacked_capacity_ < floats) {
-    if (stacked_ != nullptr) device_.free(stacked_);
-    stacked_ = nullptr;  // stays null if allocate throws
-    stacked_ = device_.allocate(floats);
-    stacked_capacity_ = floats;
-  }
-  return stacked_;
-}
+FixedOrderReducer::~FixedOrderReducer() = default;
 
 void FixedOrderReducer::all_reduce(float* arena, std::size_t n, Op op, DType dtype) {
   const std::uint32_t world = transport_.world_size();
@@ -125,7 +117,7 @@ void FixedOrderReducer::fold_own_shard(const float* arena, const std::vector<Sha
   const std::uint32_t me = transport_.rank();
   const Shard mine = plan[me];
   const OwnerTables tables = OwnerTables::of(plan, me, options_.piece_table_bytes);
-  float* scratch = stacked_scratch(tables.scratch_floats());
+  float* scratch = stacked_.at_least(tables.scratch_floats());
   // Piece k's reduced values go to out + (its offset in the shard).
   auto out_of = [&](std::size_t k) {
     return out + (piece_of(mine, k, tables.pieces).begin - mine.begin);

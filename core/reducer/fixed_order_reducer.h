@@ -17,6 +17,7 @@
 #include "core/contract.h"
 #include "core/dtype.h"
 #include "core/reducer/fold_device.h"
+#include "core/reducer/growing_scratch.h"
 #include "core/shard_plan.h"
 #include "core/transport/transport.h"
 
@@ -80,7 +81,6 @@ class FixedOrderReducer {
                       std::optional<std::size_t> shard_size = std::nullopt);
 
  private:
-  float* stacked_scratch(std::size_t floats);
   // The owner dataflow's first half over `plan` (owner_scatter.h): this rank's shard folded,
   // rounded to dtype, into out (piece by piece). first_scatter may adjust piece 0's exchange;
   // done(k, pieces), if given, runs after piece k is folded.
@@ -91,8 +91,7 @@ class FixedOrderReducer {
   Transport& transport_;
   FoldDevice& device_;
   FixedOrderOptions options_;
-  float* stacked_ = nullptr;
-  std::size_t stacked_capacity_ = 0;
+  GrowingScratch<float> stacked_;  // the owners' stacked tables, kept across calls
 };
 
 }  // namespace rv

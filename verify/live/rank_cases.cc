@@ -18,19 +18,13 @@ RankReducers::RankReducers(Transport& transport, FoldDevice& device, ExactDevice
     : transport_(transport),
       device_(device),
       exact_device_(exact_device),
-      fixed_order_(transport, device) {}
+      fixed_order_(transport, device),
+      buffer_([&device](std::size_t n) { return device.allocate(n); },
+              [&device](float* p) { device.free(p); }) {}
 
-RankReducers::~RankReducers() {
-  if (buffer_ != nullptr) device_.free(buffer_);
-}
+RankReducers::~RankReducers() = default;
 
-void RankReducers::reserve(std::size_t n) {
-  if (buffer_ != nullptr && capacity_ >= n) return;
-  if (buffer_ != nullptr) device_.free(buffer_);
-  buffer_ = nullptr;  // stays null if allocate throws
-  buffer_ = device_.allocate(n);
-  capacity_ = n;
-}
+void RankReducers::reserve(std::size_t n) { buffer_.at_least(n); }
 
 std::size_t RankReducers::buffer_floats(std::size_t n, std::uint32_t world) {
   return n + padded_shard_size(n, world);
@@ -49,18 +43,18 @@ std::vector<float> RankReducers::reduce_once(const std::vector<float>& arena, Co
                                              Op op, DType dtype, Collective coll) {
   if (coll == Collective::kReduceScatter) return reduce_scatter_once(arena, contract, op, dtype);
   const std::size_t n = arena.size();
-  reserve(n);
-  device_.upload(buffer_, arena.data(), n * sizeof(float));
+  float* buffer = buffer_.at_least(n);
+  device_.upload(buffer, arena.data(), n * sizeof(float));
   if (contract == Contract::kFixedOrder) {
-    fixed_order_.all_reduce(buffer_, n, op, dtype);
+    fixed_order_.all_reduce(buffer, n, op, dtype);
   } else if (contract == Contract::kExact) {
-    exact_reducer().all_reduce(buffer_, n, op, dtype);
+    exact_reducer().all_reduce(buffer, n, op, dtype);
   } else {
-    library_sum_all_reduce(transport_, device_, buffer_, n, op, dtype);
+    library_sum_all_reduce(transport_, device_, buffer, n, op, dtype);
   }
   device_.synchronize();
   std::vector<float> reduced(n);
-  device_.download(reduced.data(), buffer_, n * sizeof(float));
+  device_.download(reduced.data(), buffer, n * sizeof(float));
   return reduced;
 }
 
@@ -70,15 +64,15 @@ std::vector<float> RankReducers::reduce_scatter_once(const std::vector<float>& a
   const std::uint32_t world = transport_.world_size();
   const std::size_t s = padded_shard_size(n, world);
   const Shard mine = padded_shard_plan(n, world)[transport_.rank()];
-  reserve(buffer_floats(n, world));
-  float* shard = buffer_ + n;  // apart from the arena, which the collective only reads
-  device_.upload(buffer_, arena.data(), n * sizeof(float));
+  float* buffer = buffer_.at_least(buffer_floats(n, world));
+  float* shard = buffer + n;  // apart from the arena, which the collective only reads
+  device_.upload(buffer, arena.data(), n * sizeof(float));
   if (contract == Contract::kFixedOrder) {
-    fixed_order_.reduce_scatter(buffer_, n, shard, mine.count, op, dtype);
+    fixed_order_.reduce_scatter(buffer, n, shard, mine.count, op, dtype);
   } else if (contract == Contract::kExact) {
-    exact_reducer().reduce_scatter(buffer_, n, shard, mine.count, op, dtype);
+    exact_reducer().reduce_scatter(buffer, n, shard, mine.count, op, dtype);
   } else {
-    library_sum_reduce_scatter(transport_, device_, buffer_, n, shard, mine.count, op, dtype);
+    library_sum_reduce_scatter(transport_, device_, buffer, n, shard, mine.count, op, dtype);
   }
   device_.synchronize();
   // The check, after the collective: each rank's shard (zero-padded to s) to every rank.

@@ -13,6 +13,7 @@
 #include "core/reducer/exact_reducer.h"
 #include "core/reducer/fixed_order_reducer.h"
 #include "core/reducer/fold_device.h"
+#include "core/reducer/growing_scratch.h"
 #include "core/transport/transport.h"
 #include "verify/live/run_plan.h"
 #include "verify/live/run_results.h"
@@ -55,8 +56,7 @@ class RankReducers {
   ExactDevice* exact_device_;
   FixedOrderReducer fixed_order_;
   std::unique_ptr<ExactReducer> exact_;  // made at the first exact case
-  float* buffer_ = nullptr;
-  std::size_t capacity_ = 0;
+  GrowingScratch<float> buffer_;          // the case's arena (and shard), kept across cases
 };
 
 // This rank's records of `cases`: per case, after agreeing on it with every peer, one record

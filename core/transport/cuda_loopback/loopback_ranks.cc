@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/reducer/exact_reducer.h"
 #include "core/reducer/fixed_order_reducer.h"
+#include "core/reducer/growing_scratch.h"
 #include "core/shard_plan.h"
 
 namespace rv::cuda_loopback {
@@ -35,29 +36,16 @@ struct LoopbackRanks::Rank {
         exact(fold),
         transport(world.connect(rank, fold)),
         fixed_order(*transport, fold, fixed_order_options(fold, options)),
-        exact_reducer(*transport, exact) {}
-  ~Rank() {
-    if (arena != nullptr) fold.free(arena);
-  }
-
-  // The arena, device memory for n floats (grown when a reduction needs more).
-  float* arena_for(std::size_t n) {
-    if (arena == nullptr || capacity < n) {
-      if (arena != nullptr) fold.free(arena);
-      arena = nullptr;  // stays null if allocate throws
-      arena = fold.allocate(n);
-      capacity = n;
-    }
-    return arena;
-  }
+        exact_reducer(*transport, exact),
+        arena([this](std::size_t n) { return fold.allocate(n); },
+              [this](float* p) { fold.free(p); }) {}
 
   CudaFoldDevice fold;
   CudaExactDevice exact;
   std::unique_ptr<Transport> transport;
   FixedOrderReducer fixed_order;
   ExactReducer exact_reducer;
-  float* arena = nullptr;
-  std::size_t capacity = 0;
+  GrowingScratch<float> arena;  // the reduction's arena (and shard), grown when one needs more
 };
 
 LoopbackRanks::LoopbackRanks(std::uint32_t world, const LoopbackRanksOptions& options)
@@ -103,7 +91,7 @@ std::vector<float> LoopbackRanks::reduce(std::uint32_t rank, const std::vector<f
   const std::size_t n = input.size();
   if (coll == Collective::kReduceScatter) {
     const Shard mine = padded_shard_plan(n, world())[rank];
-    float* arena = me.arena_for(n + padded_shard_size(n, world()));
+    float* arena = me.arena.at_least(n + padded_shard_size(n, world()));
     float* shard = arena + n;  // apart from the arena, which the collective only reads
     me.fold.upload(arena, input.data(), n * sizeof(float));
     if (contract == Contract::kFixedOrder) {
@@ -115,7 +103,7 @@ std::vector<float> LoopbackRanks::reduce(std::uint32_t rank, const std::vector<f
     me.fold.download(reduced.data(), shard, mine.count * sizeof(float));
     return reduced;
   }
-  float* arena = me.arena_for(n);
+  float* arena = me.arena.at_least(n);
   me.fold.upload(arena, input.data(), n * sizeof(float));
   if (contract == Contract::kFixedOrder) {
     me.fixed_order.all_reduce(arena, n, op, dtype);
