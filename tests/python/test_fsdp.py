@@ -30,6 +30,8 @@ import tempfile
 import time
 import unittest
 
+from world_processes import finish_world
+
 try:
     import torch
     from torch.distributed.fsdp import FSDPModule
@@ -109,32 +111,6 @@ def start_world(world, runs, folder):
     return ranks
 
 
-def finish_world(world, ranks, folder, deadline):
-    late = []
-    for rank, (process, _) in enumerate(ranks):
-        try:
-            process.wait(timeout=max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            late.append(rank)
-    for process, log in ranks:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        log.close()
-
-    def logs():
-        return "\n".join(f"--- rank {r} (exit {p.returncode}), last lines:\n" +
-                         "\n".join((folder / f"rank{r}.log").read_text().splitlines()[-30:])
-                         for r, (p, _) in enumerate(ranks))
-    if late:
-        raise AssertionError(f"world of {world}: rank(s) {late} did not exit within {DEADLINE} s "
-                             f"(killed)\n{logs()}")
-    failed = [r for r, (p, _) in enumerate(ranks) if p.returncode != 0]
-    if failed:
-        raise AssertionError(f"world of {world}: rank(s) {failed} failed\n{logs()}")
-    return [json.loads((folder / f"results-rank{r}.json").read_text()) for r in range(world)]
-
-
 class FSDP(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -161,7 +137,7 @@ class FSDP(unittest.TestCase):
                 running.append((key, world, start_world(world, runs, folder), folder))
             deadline = time.monotonic() + DEADLINE
             for key, world, ranks, folder in running:
-                cls.results[key] = finish_world(world, ranks, folder, deadline)
+                cls.results[key] = finish_world(world, ranks, folder, deadline, DEADLINE)
             print(f"[worlds {[key for key, *_ in running]}: {time.monotonic() - begun:.1f} s]",
                   file=sys.stderr)
         print(f"[all worlds: {time.monotonic() - started:.1f} s]", file=sys.stderr)

@@ -14,7 +14,6 @@ and the steps a hook given as DDPStrategy(ddp_comm_hook=...) saw on CPU processe
 
 Each world's processes are started here with a deadline: a world that does not exit fails."""
 
-import json
 import os
 import pathlib
 import socket
@@ -23,6 +22,8 @@ import sys
 import tempfile
 import time
 import unittest
+
+from world_processes import finish_world
 
 try:
     import torch  # noqa: F401
@@ -58,30 +59,7 @@ def run_world(world, folder):
         log = open(folder / f"rank{rank}.log", "w")
         ranks.append((subprocess.Popen([sys.executable, str(SCRIPT), str(folder)], env=environment,
                                        stdout=log, stderr=subprocess.STDOUT), log))
-    deadline = time.monotonic() + DEADLINE
-    late = []
-    for rank, (process, log) in enumerate(ranks):
-        try:
-            process.wait(timeout=max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            late.append(rank)
-    for process, log in ranks:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        log.close()
-
-    def logs():
-        return "\n".join(f"--- rank {r} (exit {p.returncode}), last lines:\n" +
-                         "\n".join((folder / f"rank{r}.log").read_text().splitlines()[-25:])
-                         for r, (p, _) in enumerate(ranks))
-    if late:
-        raise AssertionError(f"world of {world}: rank(s) {late} did not exit within {DEADLINE} s "
-                             f"(killed)\n{logs()}")
-    failed = [r for r, (p, _) in enumerate(ranks) if p.returncode != 0]
-    if failed:
-        raise AssertionError(f"world of {world}: rank(s) {failed} failed\n{logs()}")
-    return [json.loads((folder / f"results-rank{r}.json").read_text()) for r in range(world)]
+    return finish_world(world, ranks, folder, time.monotonic() + DEADLINE, DEADLINE, tail=25)
 
 
 class Lightning(unittest.TestCase):
