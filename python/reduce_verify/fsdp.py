@@ -78,6 +78,17 @@ def _minimum_torch() -> Any:
     return FSDPModule
 
 
+def _param_groups(module: Any) -> List[Any]:
+    """The FSDP module's parameter groups: a list from torch 2.13 on (per-parameter meshes may
+    make several), one group or None in torch 2.11."""
+    state = module._get_fsdp_state()
+    groups = getattr(state, "_fsdp_param_groups", None)
+    if groups is not None:
+        return list(groups)
+    one = getattr(state, "_fsdp_param_group", None)
+    return [] if one is None else [one]
+
+
 def parse_op(op: Any, world: int, sum_means: str = "sum") -> Tuple[int, int, str]:
     """(op code, divisor, name) of a ReduceOp FSDP passes: AVG is a mean over W, SUM what
     `sum_means` says (register() has FSDP pass SUM and scale nothing: "mean" is then the mean
@@ -369,7 +380,7 @@ def register(model: torch.nn.Module, contract: str = "fixed-order", op: str = "m
     reduction = FSDPReduction(contract, agreement_timeout)
     chosen = []
     for name, module in modules:
-        groups = module._get_fsdp_state()._fsdp_param_groups
+        groups = _param_groups(module)
         if len(groups) > 1:
             raise InputError(f"FSDP module {name} has {len(groups)} parameter groups (per-"
                              "parameter meshes): FSDP takes one custom reduce-scatter per module")

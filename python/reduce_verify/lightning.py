@@ -24,7 +24,7 @@ try:  # the standalone package first (what CI installs), then the unified one
     import pytorch_lightning as pl
 except ImportError:  # pragma: no cover - depends on the installation
     try:
-        import lightning.pytorch as pl  # type: ignore[no-redef]
+        import lightning.pytorch as pl  # type: ignore[no-redef,import-not-found]
     except ImportError as error:
         raise ImportError("reduce_verify.lightning needs pytorch_lightning (or lightning) "
                           "installed") from error

@@ -196,7 +196,7 @@ def train(run, rank, world):
         if mutant == "wrong-shard":
             for module in model.modules():
                 comm = getattr(module, "_get_fsdp_state", None) and \
-                    module._get_fsdp_state()._fsdp_param_groups
+                    reduce_verify.fsdp._param_groups(module)
                 if comm:
                     module.set_custom_reduce_scatter(RotatedRows(comm[0]._reduce_scatter_comm))
     elif not default:
