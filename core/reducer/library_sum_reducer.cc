@@ -8,28 +8,24 @@
 namespace rv {
 namespace {
 
-// The device's scratch of n floats, freed on every path out.
-class FloatScratch {
+// The device's scratch, freed on every path out: n floats, or n 2-byte elements (half).
+class DeviceScratch {
  public:
-  FloatScratch(FoldDevice& device, std::size_t n) : device_(device), floats_(device.allocate(n)) {}
-  ~FloatScratch() { device_.free(floats_); }
-  FloatScratch(const FloatScratch&) = delete;
-  FloatScratch& operator=(const FloatScratch&) = delete;
-  float* get() const { return floats_; }
-
- private:
-  FoldDevice& device_;
-  float* floats_;
-};
-
-// The device's scratch of n 2-byte elements, freed on every path out.
-class HalfScratch {
- public:
-  HalfScratch(FoldDevice& device, std::size_t n)
-      : device_(device), floats_(device.allocate((n + 1) / 2)) {}
-  ~HalfScratch() { device_.free(floats_); }
-  HalfScratch(const HalfScratch&) = delete;
-  HalfScratch& operator=(const HalfScratch&) = delete;
+  DeviceScratch(FoldDevice& device, std::size_t floats)
+      : device_(device), floats_(device.allocate(floats)) {}
+  static DeviceScratch half(FoldDevice& device, std::size_t n) {
+    return DeviceScratch(device, (n + 1) / 2);
+  }
+  DeviceScratch(DeviceScratch&& other) noexcept : device_(other.device_), floats_(other.floats_) {
+    other.floats_ = nullptr;
+  }
+  ~DeviceScratch() {
+    if (floats_ != nullptr) device_.free(floats_);
+  }
+  DeviceScratch(const DeviceScratch&) = delete;
+  DeviceScratch& operator=(const DeviceScratch&) = delete;
+  DeviceScratch& operator=(DeviceScratch&&) = delete;
+  float* floats() const { return floats_; }
   void* bytes() const { return floats_; }
 
  private:
@@ -47,7 +43,7 @@ void library_sum_all_reduce(Transport& transport, FoldDevice& device, float* are
   } else {
     // The library sums the format's own 2-byte values (its half-precision arithmetic, not
     // ours); the result comes back widened, exactly.
-    const HalfScratch half(device, n);
+    const DeviceScratch half = DeviceScratch::half(device, n);
     device.narrow(arena, n, dtype, half.bytes());
     device.synchronize();
     transport.library_sum_half(half.bytes(), n, dtype);
@@ -71,19 +67,19 @@ void library_sum_reduce_scatter(Transport& transport, FoldDevice& device, const 
   const std::size_t s = padded_shard_size(n, world);
   const std::size_t padded = s * world;
   // The library reduces the padded arena: the arena, then zeros (fewer than W of them).
-  const FloatScratch buffer(device, padded);
-  device.copy(buffer.get(), arena, n * sizeof(float));
+  const DeviceScratch buffer(device, padded);
+  device.copy(buffer.floats(), arena, n * sizeof(float));
   if (padded > n) {
     const std::vector<float> zeros(padded - n, 0.0f);
-    device.upload(buffer.get() + n, zeros.data(), zeros.size() * sizeof(float));
+    device.upload(buffer.floats() + n, zeros.data(), zeros.size() * sizeof(float));
   }
   device.synchronize();
   if (dtype == DType::kF32) {
-    transport.library_reduce_scatter(buffer.get(), s, dtype);
-    device.copy(out, buffer.get() + rank * s, out_count * sizeof(float));
+    transport.library_reduce_scatter(buffer.floats(), s, dtype);
+    device.copy(out, buffer.floats() + rank * s, out_count * sizeof(float));
   } else {
-    const HalfScratch half(device, padded);
-    device.narrow(buffer.get(), padded, dtype, half.bytes());
+    const DeviceScratch half = DeviceScratch::half(device, padded);
+    device.narrow(buffer.floats(), padded, dtype, half.bytes());
     device.synchronize();
     transport.library_reduce_scatter(half.bytes(), s, dtype);
     device.widen(static_cast<const char*>(half.bytes()) + rank * s * 2, out_count, dtype, out);
