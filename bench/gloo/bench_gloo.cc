@@ -30,6 +30,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "bench/gloo/gloo_ranks.h"
@@ -75,6 +76,18 @@ double steady_run(GlooRanks& world, const std::function<void(Rank&)>& method) {
   return world.run(method);
 }
 
+// Iteration `iteration`'s steady_run times of `a` and `b`, the two taking turns going first.
+std::pair<double, double> interleaved(GlooRanks& world, std::int64_t iteration,
+                                      const std::function<void(Rank&)>& a,
+                                      const std::function<void(Rank&)>& b) {
+  if (iteration % 2 == 0) {
+    const double first = steady_run(world, a);
+    return {first, steady_run(world, b)};
+  }
+  const double first = steady_run(world, b);
+  return {steady_run(world, a), first};
+}
+
 void BM_FixedOrderVsGlooRing(benchmark::State& state) {
   const auto w = static_cast<std::uint32_t>(state.range(0));
   const auto mib = static_cast<std::size_t>(state.range(1));
@@ -93,14 +106,7 @@ void BM_FixedOrderVsGlooRing(benchmark::State& state) {
   double fixed_s = 0, ring_s = 0, library_s = 0;
   std::int64_t iteration = 0;
   for (auto _ : state) {
-    double f = 0, g = 0;
-    if (iteration++ % 2 == 0) {
-      f = steady_run(world, fixed_order);
-      g = steady_run(world, ring);
-    } else {
-      g = steady_run(world, ring);
-      f = steady_run(world, fixed_order);
-    }
+    const auto [f, g] = interleaved(world, iteration++, fixed_order, ring);
     library_s += steady_run(world, library);
     fixed_s += f;
     ring_s += g;
@@ -135,14 +141,7 @@ void BM_ExactVsGlooRing(benchmark::State& state) {
   double exact_s = 0, ring_s = 0, fixed_s = 0;
   std::int64_t iteration = 0;
   for (auto _ : state) {
-    double e = 0, g = 0;
-    if (iteration++ % 2 == 0) {
-      e = steady_run(world, exact);
-      g = steady_run(world, ring);
-    } else {
-      g = steady_run(world, ring);
-      e = steady_run(world, exact);
-    }
+    const auto [e, g] = interleaved(world, iteration++, exact, ring);
     fixed_s += steady_run(world, fixed_order);
     exact_s += e;
     ring_s += g;
@@ -185,14 +184,7 @@ void BM_ReduceScatterVsGlooRing(benchmark::State& state) {
   double fixed_s = 0, exact_s = 0, ring_s = 0;
   std::int64_t iteration = 0;
   for (auto _ : state) {
-    double f = 0, g = 0;
-    if (iteration++ % 2 == 0) {
-      f = steady_run(world, fixed_order);
-      g = steady_run(world, ring);
-    } else {
-      g = steady_run(world, ring);
-      f = steady_run(world, fixed_order);
-    }
+    const auto [f, g] = interleaved(world, iteration++, fixed_order, ring);
     exact_s += steady_run(world, exact);
     fixed_s += f;
     ring_s += g;
