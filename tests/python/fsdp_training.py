@@ -51,13 +51,10 @@ import torch
 import torch.distributed as dist
 
 import reduce_verify
+from transformer_block import loss_of as block_loss, make_model
 
 STEPS = 10
 MICRO_BATCHES = 8
-SEQUENCES = 2   # per micro-batch
-LENGTH = 8      # tokens per sequence
-VOCAB = 1024
-WIDTH = 256
 LEARNING_RATE = 1e-3
 MAX_NORM = 0.5  # below the block's gradient norm: clipping acts
 # FSDP_DEVICE=cuda (test_fsdp_gpu.py): rank r trains on GPU r over NCCL; the bad-input and
@@ -65,34 +62,8 @@ MAX_NORM = 0.5  # below the block's gradient norm: clipping acts
 DEVICE = torch.device("cpu")
 
 
-class Block(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.embed = torch.nn.Embedding(VOCAB, WIDTH)
-        self.position = torch.nn.Parameter(torch.zeros(LENGTH, WIDTH))
-        self.layer = torch.nn.TransformerEncoderLayer(WIDTH, 4, dim_feedforward=4 * WIDTH,
-                                                      dropout=0.0, batch_first=True)
-        self.norm = torch.nn.LayerNorm(WIDTH)
-        self.head = torch.nn.Linear(WIDTH, VOCAB)
-
-    def forward(self, tokens):
-        return self.head(self.norm(self.layer(self.embed(tokens) + self.position)))
-
-
-def make_model():
-    torch.manual_seed(1234)
-    return Block()
-
-
-def micro_batch(step, index):
-    generator = torch.Generator().manual_seed(1000 * step + index)
-    tokens = torch.randint(0, VOCAB, (SEQUENCES, LENGTH + 1), generator=generator)
-    return tokens[:, :-1], tokens[:, 1:]
-
-
 def loss_of(model, step, index):
-    x, y = (t.to(DEVICE) for t in micro_batch(step, index))
-    return torch.nn.functional.cross_entropy(model(x).reshape(-1, VOCAB), y.reshape(-1))
+    return block_loss(model, step, index, DEVICE)
 
 
 def assignment(step, world, split):
