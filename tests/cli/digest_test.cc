@@ -156,6 +156,40 @@ TEST(DigestInputs, EmptyArenasHaveTheDigestOfNoBytes) {
   EXPECT_EQ(xxh128sum(dir.file("out.f32")), "99aa06d3014798d86001c324468d497f");
 }
 
+// --coll reduce-scatter (docs/DESIGN.md §2.6): the shards of 3 ranks' 1001 values (334, 334
+// and 333 elements) in rank order have the all-reduce's digest under both contracts, and a
+// --coll the tool does not know is a usage error.
+TEST(DigestInputs, ReduceScatterShardsHaveTheAllReducesDigest) {
+  ScratchDir dir;
+  std::vector<std::string> files;
+  for (int r = 0; r < 3; ++r) {
+    std::vector<float> values(1001);
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      values[i] = static_cast<float>((i * 7919 + static_cast<std::size_t>(r) * 104729) % 2003) /
+                  97.0f - 10.0f;
+    }
+    files.push_back(dir.write("r" + std::to_string(r) + ".f32", values.data(),
+                              values.size() * sizeof(float)));
+  }
+  for (const char* contract : {"fixed-order", "exact"}) {
+    std::vector<std::string> all_reduce = {"digest", "--contract", contract, "--inputs"};
+    all_reduce.insert(all_reduce.end(), files.begin(), files.end());
+    std::vector<std::string> scatter = {"digest", "--coll", "reduce-scatter", "--contract",
+                                        contract, "--inputs"};
+    scatter.insert(scatter.end(), files.begin(), files.end());
+    const ProcessResult a = run_tool(all_reduce);
+    const ProcessResult s = run_tool(scatter);
+    ASSERT_EQ(a.exit_code, 0) << summary(a);
+    ASSERT_EQ(s.exit_code, 0) << summary(s);
+    EXPECT_EQ(s.out, a.out) << contract;
+  }
+  std::vector<std::string> bad = {"digest", "--coll", "all-gather", "--inputs"};
+  bad.insert(bad.end(), files.begin(), files.end());
+  const ProcessResult refused = run_tool(bad);
+  EXPECT_EQ(refused.exit_code, 2) << summary(refused);
+  EXPECT_THAT(refused.err, HasSubstr("--coll"));
+}
+
 TEST(DigestCase, ReproducesCommittedGoldenLines) {
   const std::vector<std::string> lines = suite_lines(200000);
   ASSERT_GT(lines.size(), 900u);
