@@ -8,23 +8,14 @@
 namespace rv {
 namespace {
 
-// The device's scratch, freed on every path out: n floats, or n 2-byte elements (half).
+// The device's scratch of n floats (or 2n 2-byte elements), freed on every path out.
 class DeviceScratch {
  public:
   DeviceScratch(FoldDevice& device, std::size_t floats)
       : device_(device), floats_(device.allocate(floats)) {}
-  static DeviceScratch half(FoldDevice& device, std::size_t n) {
-    return DeviceScratch(device, (n + 1) / 2);
-  }
-  DeviceScratch(DeviceScratch&& other) noexcept : device_(other.device_), floats_(other.floats_) {
-    other.floats_ = nullptr;
-  }
-  ~DeviceScratch() {
-    if (floats_ != nullptr) device_.free(floats_);
-  }
+  ~DeviceScratch() { device_.free(floats_); }
   DeviceScratch(const DeviceScratch&) = delete;
   DeviceScratch& operator=(const DeviceScratch&) = delete;
-  DeviceScratch& operator=(DeviceScratch&&) = delete;
   float* floats() const { return floats_; }
   void* bytes() const { return floats_; }
 
@@ -32,6 +23,9 @@ class DeviceScratch {
   FoldDevice& device_;
   float* floats_;
 };
+
+// Floats that hold n 2-byte elements.
+std::size_t floats_for_halves(std::size_t n) { return (n + 1) / 2; }
 
 }  // namespace
 
@@ -43,7 +37,7 @@ void library_sum_all_reduce(Transport& transport, FoldDevice& device, float* are
   } else {
     // The library sums the format's own 2-byte values (its half-precision arithmetic, not
     // ours); the result comes back widened, exactly.
-    const DeviceScratch half = DeviceScratch::half(device, n);
+    const DeviceScratch half(device, floats_for_halves(n));
     device.narrow(arena, n, dtype, half.bytes());
     device.synchronize();
     transport.library_sum_half(half.bytes(), n, dtype);
@@ -78,7 +72,7 @@ void library_sum_reduce_scatter(Transport& transport, FoldDevice& device, const 
     transport.library_reduce_scatter(buffer.floats(), s, dtype);
     device.copy(out, buffer.floats() + rank * s, out_count * sizeof(float));
   } else {
-    const DeviceScratch half = DeviceScratch::half(device, padded);
+    const DeviceScratch half(device, floats_for_halves(padded));
     device.narrow(buffer.floats(), padded, dtype, half.bytes());
     device.synchronize();
     transport.library_reduce_scatter(half.bytes(), s, dtype);
