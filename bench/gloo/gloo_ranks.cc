@@ -28,6 +28,10 @@ GlooRanks::GlooRanks(std::uint32_t world) : threads_(world) {
     rank.transport = connect_gloo_with_store(store, options);
     rank.reducer = std::make_unique<FixedOrderReducer>(*rank.transport, host_fold_device());
     rank.exact = std::make_unique<ExactReducer>(*rank.transport, host_exact_device());
+    ExactOptions digits = ExactOptions::for_device(host_exact_device());
+    digits.dataflow = ExactDataflow::kDigits;
+    rank.exact_digits =
+        std::make_unique<ExactReducer>(*rank.transport, host_exact_device(), digits);
     ::gloo::rendezvous::PrefixStore ring_store("ring", *store);
     ::gloo::transport::tcp::attr attr;
     attr.hostname = "127.0.0.1";

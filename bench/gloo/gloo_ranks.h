@@ -27,7 +27,8 @@ struct Rank {
   std::unique_ptr<Transport> transport;
   std::shared_ptr<::gloo::Context> ring_context;
   std::unique_ptr<FixedOrderReducer> reducer;
-  std::unique_ptr<ExactReducer> exact;
+  std::unique_ptr<ExactReducer> exact;         // the host's default: the owner dataflow
+  std::unique_ptr<ExactReducer> exact_digits;  // the digits dataflow (a GPU's default)
   std::vector<float> pristine, work;  // the rank's arena, and the copy each run reduces
 };
 

@@ -17,6 +17,8 @@ class ExactDevice {
   virtual ~ExactDevice() = default;
   // "cpu" or "cuda:<index> <device name>"
   virtual const char* name() const = 0;
+  // Whether its memory is the host's (the host device; ExactOptions::for_device).
+  virtual bool is_host() const { return false; }
   // int64 scratch in this device's memory (never null, even for n = 0); freed by free_words.
   virtual std::int64_t* allocate_words(std::size_t n) = 0;
   virtual void free_words(std::int64_t* p) = 0;

@@ -1,18 +1,22 @@
 #include "core/reducer/exact_reducer.h"
 
 #include <algorithm>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "core/exact/exact_law.h"
 #include "core/reducer/agreement.h"
 #include "core/reducer/owner_scatter.h"
 #include "core/reducer/reduce_scatter_agreement.h"
+#include "core/shard_plan.h"
 
 namespace rv {
 
-ExactOptions ExactOptions::for_device(const ExactDevice& /*device*/) {
+ExactOptions ExactOptions::for_device(const ExactDevice& device) {
   ExactOptions options;
+  options.dataflow = device.is_host() ? ExactDataflow::kOwners : ExactDataflow::kDigits;
   // 16 Mi elements on every device: scratch bounded to 1 GiB even where every element needs
   // 8 words (wide or special data), and large messages for the library. A GPU wants them;
   // so does the host: smaller pieces were slower over Gloo (docs/results.md, "Decisions
@@ -44,13 +48,53 @@ ExactReducer::ExactReducer(Transport& transport, ExactDevice& device, const Exac
 ExactReducer::~ExactReducer() = default;
 
 void ExactReducer::all_reduce(float* arena, std::size_t n, Op op, DType dtype) {
-  const std::uint32_t world = transport_.world_size();
   // Every size below follows from n and W (and the agreed words), so once the ranks agree on
   // n they cannot post different sizes.
   agree_across_ranks(transport_, "exact all_reduce of n=" + std::to_string(n) + " values");
   traffic_ = ExactTraffic{};
   traffic_.elements = n;
   if (n == 0) return;
+  // A world of one has nothing to move: the digits' path rounds in place.
+  if (options_.dataflow == ExactDataflow::kOwners && transport_.world_size() > 1) {
+    all_reduce_through_owners(arena, n, op, dtype);
+  } else {
+    all_reduce_through_digits(arena, n, op, dtype);
+  }
+}
+
+void ExactReducer::all_reduce_through_owners(float* arena, std::size_t n, Op op, DType dtype) {
+  const std::uint32_t world = transport_.world_size();
+  const std::uint32_t me = transport_.rank();
+  // The fixed-order all-reduce's shards and pieces (shard_plan, OwnerTables), so the two
+  // contracts move the same bytes; only what an owner does with its table differs.
+  const std::vector<Shard> plan = shard_plan(n, world);
+  const Shard mine = plan[me];
+  const OwnerTables tables = OwnerTables::of(plan, me, options_.scatter_table_bytes);
+  float* scratch = values_.at_least(tables.scratch_floats());
+  auto out_of = [&](std::size_t k) { return arena + piece_of(mine, k, tables.pieces).begin; };
+  std::vector<std::unique_ptr<PendingExchange>> distributing;
+  OwnerScatterSteps steps;
+  steps.table_of = [&](std::size_t k) { return tables.table(scratch, k, out_of(k)); };
+  // The owner's own copy comes through the exchange (a local copy) into its slot: the
+  // reduction reads whole tables, and its results overwrite that copy's place in the arena.
+  steps.reduce_piece = [&](std::size_t k, float* table) {
+    const Shard piece = piece_of(mine, k, tables.pieces);
+    device_.reduce_stacked(table, world, tables.slot_stride, piece.count, op, out_of(k), dtype);
+    device_.synchronize();
+  };
+  // The reduced piece k leaves for the other ranks while piece k + 1 is reduced.
+  steps.piece_done = [&](std::size_t k) {
+    distributing.push_back(
+        transport_.start_exchange(distribute_from_owners(arena, plan, me, k, tables.pieces)));
+  };
+  device_.synchronize();
+  scatter_to_owners_in_pieces(transport_, arena, plan, tables, /*own_in_place=*/false, steps);
+  for (auto& pending : distributing) pending->wait();
+  traffic_.sent_floats = (n - mine.count) + mine.count * (world - 1);
+}
+
+void ExactReducer::all_reduce_through_digits(float* arena, std::size_t n, Op op, DType dtype) {
+  const std::uint32_t world = transport_.world_size();
 
   // One max round agrees every block's window for the whole arena.
   const std::size_t agreement_words = exact_block_count(n) * exact::kAgreementWords;

@@ -1,8 +1,13 @@
-// The exact reducer (docs/DESIGN.md §2, §5): the correctly rounded sum through the library's
-// own integer all-reduce. Every rank computes its blocks' agreement words; one int64 max
-// all-reduce agrees the windows; every rank writes its digits; one int64 sum all-reduce per
-// piece adds them (any algorithm the library picks: integer sums are associative); every
-// rank rounds the same sums to the same floats. No float addition happens in the library.
+// The exact reducer (docs/DESIGN.md §2, §5): the correctly rounded sum, by one of two
+// dataflows that give the same bits (the result depends on the W addends alone):
+// - owners: the fixed-order dataflow (owner_scatter.h). Every rank sends its copy of shard p
+//   to owner p, each owner reduces its stacked table exactly (ExactDevice::reduce_stacked)
+//   and sends the results back: 4-byte addends and results on the wire, as a float ring's.
+// - digits: through the library's own integer all-reduce. Every rank computes its blocks'
+//   agreement words; one int64 max all-reduce agrees the windows; every rank writes its
+//   digits; one int64 sum all-reduce per piece adds them (any algorithm the library picks:
+//   integer sums are associative); every rank rounds the same sums to the same floats. No
+//   float addition happens in the library; 8 bytes an element or more go through it.
 #pragma once
 
 #include <cstddef>
@@ -18,25 +23,35 @@
 
 namespace rv {
 
+enum class ExactDataflow { kOwners, kDigits };
+
 struct ExactOptions {
-  // Elements per sum round (a multiple of exact::kBlock; 0 = the whole arena at once).
+  // Digits: elements per sum round (a multiple of exact::kBlock; 0 = the whole arena at once).
   // for_device: 16 Mi on the host and on a GPU (large messages; scratch bounded).
   std::size_t piece_elements = 0;
-  // The reduce-scatter's owner tables (W slots of a piece of its shard), at most this many
-  // bytes each; 0 = the whole shard at once. for_device: 16 MiB, the fixed-order host fold's
-  // table (the stacked reduction streams its W slots as that fold does).
+  // Owners and the reduce-scatter: each owner's tables (W slots of a piece of its shard), at
+  // most this many bytes each; 0 = the whole shard at once. for_device: 16 MiB, the
+  // fixed-order host fold's table (the stacked reduction streams its W slots as that fold
+  // does).
   std::size_t scatter_table_bytes = 0;
+  // for_device: owners on the host (half the bytes of the digits over Gloo, and 2.8–3.3× less
+  // time: docs/results.md, "Transports"), digits on a GPU (the dataflow measured there; which
+  // is faster over NCCL at W ≥ 2 has not been measured).
+  ExactDataflow dataflow = ExactDataflow::kDigits;
   static ExactOptions for_device(const ExactDevice& device);
 };
 
-// What the last all_reduce moved through the library, per rank, in int64 words.
+// What the last all_reduce handed the library, per rank: int64 words to its all-reduces
+// (digits) or floats sent to other ranks (owners).
 struct ExactTraffic {
   std::size_t agreement_words = 0;
   std::size_t sum_words = 0;
+  std::size_t sent_floats = 0;
   std::size_t elements = 0;
   double bytes_per_element() const {
     return elements == 0 ? 0.0
-                         : 8.0 * static_cast<double>(agreement_words + sum_words) /
+                         : (8.0 * static_cast<double>(agreement_words + sum_words) +
+                            4.0 * static_cast<double>(sent_floats)) /
                                static_cast<double>(elements);
   }
 };
@@ -54,7 +69,8 @@ class ExactReducer {
   // In place over the n floats of `arena` (in the device's memory); afterwards every rank
   // holds identical bits: the exact contract's. Collective: every rank calls it with the
   // same op. The ranks agree on n first: a rank with another length is an InputError on every
-  // rank naming who has what. W ≤ 2^20.
+  // rank naming who has what. W ≤ 2^20. The options' dataflow decides what moves; the bits
+  // are the same.
   // bf16/f16 (docs/DESIGN.md §2.5): the arena holds the dtype's values widened, the digits
   // are theirs (as for f32: the same words per element), and the results are rounded once
   // to the dtype, widened.
@@ -76,11 +92,14 @@ class ExactReducer {
   const ExactTraffic& last_traffic() const { return traffic_; }
 
  private:
+  void all_reduce_through_owners(float* arena, std::size_t n, Op op, DType dtype);
+  void all_reduce_through_digits(float* arena, std::size_t n, Op op, DType dtype);
+
   Transport& transport_;
   ExactDevice& device_;
   ExactOptions options_;
   GrowingScratch<std::int64_t> words_;  // agreement words and digits
-  GrowingScratch<float> values_;        // the reduce-scatter's owner tables
+  GrowingScratch<float> values_;        // the owners' stacked tables
   std::vector<std::int64_t> agreed_;
   ExactTraffic traffic_;
 };

@@ -10,32 +10,6 @@
 #include "core/shard_plan.h"
 
 namespace rv {
-namespace {
-
-constexpr std::size_t kFloat = sizeof(float);
-
-// Step 3, for one piece: owner me's reduced piece k to every other rank; the other owners'
-// pieces k into place.
-ExchangePlan distribute_from_owners(float* arena, const std::vector<Shard>& plan, std::uint32_t me,
-                                    std::size_t k, std::size_t pieces) {
-  const Shard mine = piece_of(plan[me], k, pieces);
-  ExchangePlan x;
-  x.send = arena;
-  x.recv = arena;
-  for (std::size_t p = 0; p < plan.size(); ++p) {
-    const bool peer = p != me;
-    const Shard theirs = piece_of(plan[p], k, pieces);
-    x.send_offset.push_back(mine.begin * kFloat);
-    x.send_bytes.push_back(peer ? mine.count * kFloat : 0);
-    x.recv_offset.push_back(theirs.begin * kFloat);
-    x.recv_bytes.push_back(peer ? theirs.count * kFloat : 0);
-  }
-  x.counts_agreed = true;
-  return x;
-}
-
-}  // namespace
-
 FixedOrderOptions FixedOrderOptions::for_device(const FoldDevice& device) {
   FixedOrderOptions options;
   if (device.kind() == FoldDeviceKind::kHost) {

@@ -1,10 +1,10 @@
-// The first half of the owner dataflow (docs/DESIGN.md §5.3), shared by the fixed-order
-// all-reduce and both reduce-scatters (§2.6): every rank sends its copy of shard p to owner p,
+// The owner dataflow (docs/DESIGN.md §5.3), shared by both contracts' all-reduces and
+// reduce-scatters (§2.6): every rank sends its copy of shard p to owner p,
 // piece by piece, into slot r of the owner's stacked table (slot r = the copy from rank r,
 // whatever order they arrive in), and the owner reduces each piece's table as soon as it has
 // landed, while the copies of the next piece arrive (Transport::start_exchange). What the
-// owner does with a table (the fold, the exact reduction) and after it (the all-reduce's
-// distribution) is the caller's; only bytes move here.
+// owner does with a table (the fold, the exact reduction) is the caller's; the all-reduce then
+// sends each reduced piece back out (distribute_from_owners). Only bytes move here.
 #pragma once
 
 #include <cstddef>
@@ -70,5 +70,11 @@ struct OwnerScatterSteps {
 void scatter_to_owners_in_pieces(Transport& transport, const float* arena,
                                  const std::vector<Shard>& plan, const OwnerTables& tables,
                                  bool own_in_place, const OwnerScatterSteps& steps);
+
+// The all-reduce's second half, for one piece: owner me's reduced piece k (in place in its
+// arena) to every other rank, and every other owner's reduced piece k into its place in
+// this rank's arena. Counts follow from the plan (counts_agreed).
+ExchangePlan distribute_from_owners(float* arena, const std::vector<Shard>& plan, std::uint32_t me,
+                                    std::size_t k, std::size_t pieces);
 
 }  // namespace rv

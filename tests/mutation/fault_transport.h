@@ -43,10 +43,10 @@ bool is_corruption(Mutant mutant);
 // calls in the span.
 enum class Site {
   kAgreement,   // all_gather #1: the agreement record every case starts with
-  kScatter,     // exchange #1: every rank's addends to their owner (fixed-order)
-  kDistribute,  // exchange #2: each owner's reduced shard to every rank (fixed-order)
-  kWindowMax,   // all_reduce_int64 #1, max: the exact contract's block windows
-  kDigitSum,    // all_reduce_int64 #2, sum: the exact contract's digits
+  kScatter,     // exchange #1: every rank's addends to their owner (fixed-order, exact)
+  kDistribute,  // exchange #2: each owner's reduced shard to every rank (fixed-order, exact)
+  kWindowMax,   // all_reduce_int64 #1, max: the exact contract's block windows (digits)
+  kDigitSum,    // all_reduce_int64 #2, sum: the exact contract's digits (digits)
   kLibrarySum,  // library_sum #1 (library-sum)
 };
 inline constexpr Site kAllSites[] = {Site::kAgreement, Site::kScatter,  Site::kDistribute,

@@ -5,6 +5,7 @@
 #include "core/arena.h"
 #include "core/error.h"
 #include "core/reducer/exact_device.h"
+#include "core/reducer/exact_reducer.h"
 #include "core/reducer/fold_device.h"
 #include "verify/common/exit_codes.h"
 #include "verify/live/rank_cases.h"
@@ -67,6 +68,12 @@ std::vector<GateOutcome> run_gate_with_fault(WorldTransport transport, Mutant mu
   const FaultPlan plan{mutant, site, world - 1};
   RunOptions options;
   options.contract = selection_of(contract);
+  // The exact contract's own sites are its digits dataflow's calls; everywhere else it runs
+  // as `run` runs it on the host (the owners).
+  ExactOptions exact_options = ExactOptions::for_device(host_exact_device());
+  if (site == Site::kWindowMax || site == Site::kDigitSum) {
+    exact_options.dataflow = ExactDataflow::kDigits;
+  }
   std::vector<FaultMemory> memory(world);
   std::vector<GateOutcome> outcomes(cases.size());
   for (std::size_t i = 0; i < cases.size(); ++i) {
@@ -90,7 +97,7 @@ std::vector<GateOutcome> run_gate_with_fault(WorldTransport transport, Mutant mu
     const std::vector<RankOutcome> ranks =
         run_ranks_over(transport, world, [&](std::uint32_t rank, Transport& inner) {
           FaultyTransport faulty(inner, plan, memory[rank]);
-          RankReducers reducers(faulty, host_fold_device(), &host_exact_device());
+          RankReducers reducers(faulty, host_fold_device(), &host_exact_device(), exact_options);
           if (warm_up) {
             faulty.begin_span(false);
             run_rank_cases(options, rank, world, reducers, {warm_up_case});

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -31,7 +32,7 @@ std::vector<Contract> contracts_at(Site site) {
       return {Contract::kFixedOrder, Contract::kExact, Contract::kLibrarySum};
     case Site::kScatter:
     case Site::kDistribute:
-      return {Contract::kFixedOrder};
+      return {Contract::kFixedOrder, Contract::kExact};
     case Site::kWindowMax:
     case Site::kDigitSum:
       return {Contract::kExact};
@@ -166,10 +167,11 @@ TEST(MutationMatrix, NoMutantPassesSilently) {
 }
 
 // Every (mutant, call, contract) that changed bytes is caught in some case, except where it
-// only ever moved the exact contract's window words without changing what a rank encodes:
-// a raised max costs limbs, not bits (stale words of another case), and the one top that a
-// truncated chunk lowered stayed within the same limb; the result is the golden (the window
-// max's own drop changes nothing at all, see no_op_reason).
+// only ever moved the exact contract's window words without changing what a rank encodes
+// (a raised max costs limbs, not bits: stale words of another case; the one top that a
+// truncated chunk lowered stayed within the same limb), or only permuted an exact owner's
+// addends (an exact sum has no order); the result is the golden (the window max's own drop
+// changes nothing at all, see no_op_reason).
 TEST(MutationMatrix, EveryFaultThatMattersIsCaughtSomewhere) {
   std::map<std::tuple<Mutant, Site, Contract>, std::pair<int, int>> counts;  // changed, caught
   for (const Entry& e : matrix()) {
@@ -177,14 +179,18 @@ TEST(MutationMatrix, EveryFaultThatMattersIsCaughtSomewhere) {
     changed += e.outcome.changed;
     caught += e.outcome.changed && e.outcome.caught();
   }
-  const std::set<std::pair<Mutant, Site>> harmless_throughout = {
-      {Mutant::kStale, Site::kWindowMax}, {Mutant::kTruncate, Site::kWindowMax}};
+  const std::set<std::tuple<Mutant, Site, Contract>> harmless_throughout = {
+      {Mutant::kStale, Site::kWindowMax, Contract::kExact},
+      {Mutant::kTruncate, Site::kWindowMax, Contract::kExact},
+      // The owner's slots permuted: an exact sum does not depend on the order of its addends.
+      {Mutant::kSwap, Site::kScatter, Contract::kExact},
+      {Mutant::kReorder, Site::kScatter, Contract::kExact}};
   for (const auto& [key, count] : counts) {
     const auto& [mutant, site, contract] = key;
     if (count.first == 0) continue;
     const std::string row =
         to_string(mutant) + " at " + to_string(site) + " under " + std::string(to_string(contract));
-    if (harmless_throughout.count({mutant, site}) != 0) {
+    if (harmless_throughout.count(key) != 0) {
       EXPECT_EQ(count.second, 0) << row << " is caught now: take it off this list";
     } else {
       EXPECT_GT(count.second, 0) << row << " changed bytes in " << count.first
@@ -262,18 +268,19 @@ std::string caught_as(const GateOutcome& o) {
   }
 }
 
-std::string site_label(Site site) {
+std::string site_label(Site site, std::optional<Contract> contract) {
+  const std::string of = contract ? std::string(to_string(*contract)) : "";
   switch (site) {
     case Site::kAgreement:
       return "`all_gather`: case agreement (all three)";
     case Site::kScatter:
-      return "`exchange` #1: addends to owners (fixed-order)";
+      return "`exchange` #1: addends to owners (" + of + ")";
     case Site::kDistribute:
-      return "`exchange` #2: reduced shards out (fixed-order)";
+      return "`exchange` #2: reduced shards out (" + of + ")";
     case Site::kWindowMax:
-      return "`all_reduce_int64` max: windows (exact)";
+      return "`all_reduce_int64` max: windows (exact, digits dataflow)";
     case Site::kDigitSum:
-      return "`all_reduce_int64` sum: digits (exact)";
+      return "`all_reduce_int64` sum: digits (exact, digits dataflow)";
     case Site::kLibrarySum:
       return "`library_sum` (library-sum)";
   }
@@ -290,13 +297,24 @@ std::string render(const std::vector<Entry>& entries) {
   out << " caught as |\n|---|---|";
   for (std::size_t i = 0; i < dists.size(); ++i) out << "---|";
   out << "---|\n";
+  // Rows per site, and per contract where the site's call differs by contract (the
+  // agreement's is the same record under all three).
+  std::vector<std::pair<Site, std::optional<Contract>>> groups;
   for (Site site : kAllSites) {
+    if (site == Site::kAgreement) {
+      groups.emplace_back(site, std::nullopt);
+    } else {
+      for (Contract contract : contracts_at(site)) groups.emplace_back(site, contract);
+    }
+  }
+  for (const auto& [site, contract] : groups) {
     std::vector<std::pair<std::string, std::string>> rows;  // mutants, rest of the row
     for (Mutant mutant : kAllMutants) {
       std::map<Distribution, std::pair<int, int>> cells;  // caught, changed
       std::set<std::string> how;
       for (const Entry& e : entries) {
         if (e.site != site || e.mutant != mutant) continue;
+        if (contract && e.outcome.contract != *contract) continue;
         auto& [caught, changed] = cells[e.outcome.id.dist];
         changed += e.outcome.changed;
         caught += e.outcome.changed && e.outcome.caught();
@@ -318,7 +336,7 @@ std::string render(const std::vector<Entry>& entries) {
       }
     }
     for (const auto& [mutants, rest] : rows) {
-      out << "| " << site_label(site) << " | " << mutants << " |" << rest << "\n";
+      out << "| " << site_label(site, contract) << " | " << mutants << " |" << rest << "\n";
     }
   }
   return out.str();
@@ -344,7 +362,7 @@ TEST(MutationMatrix, GlooGivesTheSameOutcomes) {
   std::map<std::string, const GateOutcome*> in_process;
   for (const Entry& e : matrix()) in_process[label(e)] = &e.outcome;
   const std::vector<Entry> over_gloo = run_matrix(WorldTransport::kGloo, {3});
-  EXPECT_EQ(over_gloo.size(), 5u * 7u * 8u);
+  EXPECT_EQ(over_gloo.size(), 5u * 7u * 10u);  // distributions × mutants × (site, contract)
   for (const Entry& e : over_gloo) {
     const GateOutcome* same = in_process.at(label(e));
     EXPECT_EQ(e.outcome.exit_code, same->exit_code) << label(e) << ": " << e.outcome.detail;

@@ -1,8 +1,10 @@
 // The exact reducer, thread per rank over every test-world transport (in-process, and Gloo's
 // int64 ring allreduce when built): every rank ends with exactly the bits of the straight
-// exact reference (itself held to MPFR in tests/exact) for every W, N, distribution and op;
-// pieces and scratch reuse change no bit; gradient-like data moves one int64 per element; a
-// length mismatch is a named error on every rank.
+// exact reference (itself held to MPFR in tests/exact) for every W, N, distribution and op,
+// through both dataflows (owners, digits); pieces and scratch reuse change no bit;
+// gradient-like data moves one int64 per element through the digits, and the owners move
+// 4-byte addends and results whatever the data; a length mismatch is a named error on every
+// rank.
 #include "core/reducer/exact_reducer.h"
 
 #include <gtest/gtest.h>
@@ -58,23 +60,35 @@ void expect_all_equal(const std::vector<ExpectedCase>& cases,
 class ExactOverTransport : public ::testing::TestWithParam<std::tuple<WorldTransport, WorldCount>> {
 };
 
+// Both dataflows, each as for_device sets it up otherwise.
 TEST_P(ExactOverTransport, EveryRankHoldsTheExactBits) {
   const auto [transport, wc] = GetParam();
   const auto cases = exact_cases(wc);
-  expect_all_equal(cases, reduce_and_compare(transport, wc.world, cases,
-                                             ExactOptions::for_device(host_exact_device())));
+  for (ExactDataflow dataflow : {ExactDataflow::kOwners, ExactDataflow::kDigits}) {
+    SCOPED_TRACE(dataflow == ExactDataflow::kOwners ? "owners" : "digits");
+    ExactOptions options = ExactOptions::for_device(host_exact_device());
+    options.dataflow = dataflow;
+    expect_all_equal(cases, reduce_and_compare(transport, wc.world, cases, options));
+  }
 }
 
-// About 5 and 11 uneven pieces: every piece plans from its slice of the agreed words.
+// Digits: about 5 and 11 uneven pieces, every piece planned from its slice of the agreed
+// words. Owners: tables of about 5 and 11 pieces of a shard, each reduced while the next
+// arrives and sent out while the next is reduced.
 TEST_P(ExactOverTransport, PiecesChangeNoBit) {
   const auto [transport, wc] = GetParam();
   const std::size_t blocks = (wc.count + exact::kBlock - 1) / exact::kBlock;
   if (blocks < 11) GTEST_SKIP() << "one piece only at this N";
   const auto cases = exact_cases(wc);
+  const std::size_t table_bytes = (wc.count + wc.world - 1) / wc.world * sizeof(float) * wc.world;
   for (std::size_t pieces : {5, 11}) {
-    ExactOptions options;
-    options.piece_elements = (blocks + pieces - 1) / pieces * exact::kBlock;
-    expect_all_equal(cases, reduce_and_compare(transport, wc.world, cases, options));
+    ExactOptions digits;
+    digits.piece_elements = (blocks + pieces - 1) / pieces * exact::kBlock;
+    expect_all_equal(cases, reduce_and_compare(transport, wc.world, cases, digits));
+    ExactOptions owners;
+    owners.dataflow = ExactDataflow::kOwners;
+    owners.scatter_table_bytes = table_bytes / pieces;
+    expect_all_equal(cases, reduce_and_compare(transport, wc.world, cases, owners));
   }
 }
 
@@ -88,12 +102,14 @@ INSTANTIATE_TEST_SUITE_P(
 
 class ExactReducerTest : public ::testing::TestWithParam<WorldTransport> {};
 
-TEST_P(ExactReducerTest, GradientLikeDataMovesOneWordPerElement) {
+TEST_P(ExactReducerTest, GradientLikeDataMovesOneWordPerElementThroughDigits) {
   constexpr std::uint32_t kWorld = 4;
   constexpr std::size_t kCount = 64 * exact::kBlock;
   std::vector<double> bytes(kWorld);
   auto outcomes = run_ranks_over(GetParam(), kWorld, [&](std::uint32_t rank, Transport& t) {
-    ExactReducer reducer(t, host_exact_device());
+    ExactOptions options;
+    options.dataflow = ExactDataflow::kDigits;
+    ExactReducer reducer(t, host_exact_device(), options);
     std::vector<float> arena = generate_arena({1, Distribution::kNormal, 4}, rank, kCount);
     reducer.all_reduce(arena.data(), arena.size(), Op::kSum);
     bytes[rank] = reducer.last_traffic().bytes_per_element();
@@ -102,6 +118,24 @@ TEST_P(ExactReducerTest, GradientLikeDataMovesOneWordPerElement) {
   for (double b : bytes) {
     EXPECT_LE(b, 8.1) << "one 8-byte limb and the agreement words per element";
     EXPECT_GE(b, 8.0);
+  }
+}
+
+// The owners move what a float ring does, whatever the data: (W − 1)/W of the arena out to
+// the owners and (W − 1) copies of its own shard back, 4 bytes each.
+TEST_P(ExactReducerTest, OwnersMoveTheAddendsAndResultsOnly) {
+  constexpr std::uint32_t kWorld = 4;
+  constexpr std::size_t kCount = 64 * exact::kBlock;
+  for (Distribution dist : {Distribution::kNormal, Distribution::kWide, Distribution::kSpecial}) {
+    std::vector<double> bytes(kWorld);
+    auto outcomes = run_ranks_over(GetParam(), kWorld, [&](std::uint32_t rank, Transport& t) {
+      ExactReducer reducer(t, host_exact_device());  // the host's default: owners
+      std::vector<float> arena = generate_arena({1, dist, 4}, rank, kCount);
+      reducer.all_reduce(arena.data(), arena.size(), Op::kSum);
+      bytes[rank] = reducer.last_traffic().bytes_per_element();
+    });
+    expect_no_errors(outcomes);
+    for (double b : bytes) EXPECT_DOUBLE_EQ(b, 2 * 4.0 * (kWorld - 1) / kWorld) << to_string(dist);
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include "core/error.h"
 #include "core/fold_law.h"
@@ -14,10 +15,12 @@
 
 namespace rv {
 
-RankReducers::RankReducers(Transport& transport, FoldDevice& device, ExactDevice* exact_device)
+RankReducers::RankReducers(Transport& transport, FoldDevice& device, ExactDevice* exact_device,
+                           std::optional<ExactOptions> exact_options)
     : transport_(transport),
       device_(device),
       exact_device_(exact_device),
+      exact_options_(std::move(exact_options)),
       fixed_order_(transport, device),
       buffer_([&device](std::size_t n) { return device.allocate(n); },
               [&device](float* p) { device.free(p); }) {}
@@ -35,7 +38,11 @@ ExactReducer& RankReducers::exact_reducer() {
     throw InputError("the exact contract is not available on transport " + transport_.name() +
                      " in this build");
   }
-  if (!exact_) exact_ = std::make_unique<ExactReducer>(transport_, *exact_device_);
+  if (!exact_) {
+    exact_ = std::make_unique<ExactReducer>(
+        transport_, *exact_device_,
+        exact_options_.value_or(ExactOptions::for_device(*exact_device_)));
+  }
   return *exact_;
 }
 

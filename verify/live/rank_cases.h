@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "core/reducer/exact_device.h"
@@ -25,7 +26,10 @@ namespace rv {
 class RankReducers {
  public:
   // `exact_device` may be null: exact cases are then an InputError naming the transport.
-  RankReducers(Transport& transport, FoldDevice& device, ExactDevice* exact_device);
+  // `exact_options`: the exact reducer's (nullopt: ExactOptions::for_device; the mutation
+  // matrix picks the dataflow).
+  RankReducers(Transport& transport, FoldDevice& device, ExactDevice* exact_device,
+               std::optional<ExactOptions> exact_options = std::nullopt);
   ~RankReducers();
   RankReducers(const RankReducers&) = delete;
   RankReducers& operator=(const RankReducers&) = delete;
@@ -54,6 +58,7 @@ class RankReducers {
   Transport& transport_;
   FoldDevice& device_;
   ExactDevice* exact_device_;
+  std::optional<ExactOptions> exact_options_;
   FixedOrderReducer fixed_order_;
   std::unique_ptr<ExactReducer> exact_;  // made at the first exact case
   GrowingScratch<float> buffer_;          // the case's arena (and shard), kept across cases
