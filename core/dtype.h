@@ -6,7 +6,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace rv {
 
@@ -20,6 +22,9 @@ inline constexpr DType kAllDTypes[] = {DType::kF32, DType::kBF16, DType::kF16};
 
 std::string_view to_string(DType dtype);
 std::optional<DType> parse_dtype(std::string_view text);
+// The dtypes of a list of names (a --dtype list), each checked: InputError naming a bad one,
+// or an empty list.
+std::vector<DType> parse_dtype_list(const std::vector<std::string>& names);
 
 // Bytes of one element as stored, dumped, digested and read from --inputs files.
 constexpr std::size_t dtype_bytes(DType dtype) { return dtype == DType::kF32 ? 4 : 2; }

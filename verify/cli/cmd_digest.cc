@@ -17,9 +17,9 @@
 #include "verify/common/exit_codes.h"
 #include "verify/common/file_io.h"
 #include "verify/common/output_file.h"
+#include "verify/common/raw_inputs.h"
 #include "verify/golden/case_matrix.h"
 #include "verify/golden/golden_file.h"
-#include "verify/common/raw_inputs.h"
 
 namespace rv {
 namespace {

@@ -160,17 +160,6 @@ CaseMatrix parse_case_matrix(const std::string& spec) {
   return matrix;
 }
 
-std::vector<DType> parse_dtype_list(const std::vector<std::string>& names) {
-  std::vector<DType> dtypes;
-  for (const std::string& text : names) {
-    const auto dtype = parse_dtype(text);
-    if (!dtype) throw InputError("dtype '" + text + "' is not f32, bf16 or f16");
-    dtypes.push_back(*dtype);
-  }
-  if (dtypes.empty()) throw InputError("no dtype given (f32, bf16 or f16)");
-  return dtypes;
-}
-
 std::vector<CaseId> expand_case_matrix(const CaseMatrix& matrix) {
   if (matrix.worlds.empty()) throw InputError("case matrix: no world sizes (--world)");
   if (matrix.counts.empty()) throw InputError("case matrix: no element counts (--count)");

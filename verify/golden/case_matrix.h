@@ -41,9 +41,6 @@ void add_case_matrix_options(CLI::App& app, CaseMatrix& matrix);
 // naming the key.
 CaseMatrix parse_case_matrix(const std::string& spec);
 
-// The dtypes of a --dtype list, each checked (InputError naming a bad one).
-std::vector<DType> parse_dtype_list(const std::vector<std::string>& names);
-
 // The cross product, in the order dtype, op, w, n, dist, seed; every id validated.
 std::vector<CaseId> expand_case_matrix(const CaseMatrix& matrix);
 
