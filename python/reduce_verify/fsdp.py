@@ -34,7 +34,8 @@ call's index, the micro-batch's place in its step) and every rank raises the sam
 WorldDisagreement naming the ranks that differ; an op, dtype or mode this module does not define
 is refused after that agreement, so on every rank. Nothing falls back to FSDP's own reduction.
 
-register(..., trail=) records every call in a reduce_verify.Trail (Trail.wrap_reduce_scatter).
+register(..., trail=) records every call in a reduce_verify.Trail (Trail.wrap_reduce_scatter);
+register(..., recorder=) dumps the chosen steps' calls for replay (Recorder.wrap_reduce_scatter).
 FSDP1 (FullyShardedDataParallel): register_fsdp1 and fsdp1_hook, the same comm as its sharded
 strategies' comm hook, one reduce-scatter per backward pass."""
 
@@ -350,7 +351,8 @@ class FSDPReduction:
 
 
 def register(model: torch.nn.Module, contract: str = "fixed-order", op: str = "mean",
-             agreement_timeout: float = 300.0, trail: Any = None) -> FSDPReduction:
+             agreement_timeout: float = 300.0, trail: Any = None,
+             recorder: Any = None) -> FSDPReduction:
     """Gives every FSDPModule in `model` (fully_shard applied) a reduce-scatter under
     `contract`, after checking what it will reduce: one parameter group per module (FSDP's
     setter refuses several), parameters and reduce dtype float32, bfloat16 or float16, cpu or
@@ -364,8 +366,9 @@ def register(model: torch.nn.Module, contract: str = "fixed-order", op: str = "m
     pre- and post-division are gone), so the mean is the contract's, rounded once. Changing those
     settings afterwards is refused at the next reduce-scatter. trail: a reduce_verify.Trail
     that records every call's input and shard digests as the step's buckets (its end_step
-    takes model.parameters(): FSDP's are digested whole). Returns the FSDPReduction whose
-    micro_batch() drives exact accumulation."""
+    takes model.parameters(): FSDP's are digested whole). recorder: a reduce_verify.Recorder
+    that dumps the calls of its chosen steps for `reduce-verify replay` (its end_step() counts
+    the steps). Returns the FSDPReduction whose micro_batch() drives exact accumulation."""
     fsdp_module = _minimum_torch()
     if contract not in CONTRACTS:
         raise InputError(f"contract {contract!r}: fixed-order or exact")
@@ -416,12 +419,12 @@ def register(model: torch.nn.Module, contract: str = "fixed-order", op: str = "m
         comm = ReduceScatter(contract, name, reduction, op, group)
         module.set_gradient_divide_factor(1.0)
         module.set_force_sum_reduction_for_comms(True)
+        outer: Any = comm if recorder is None else recorder.wrap_reduce_scatter(comm)
         if trail is not None:
-            module.set_custom_reduce_scatter(trail.wrap_reduce_scatter(
-                comm, f"reduce_verify.fsdp.ReduceScatter({contract}, {op})",
-                [fsdp_param.sharded_param for fsdp_param in group.fsdp_params]))
-        else:
-            module.set_custom_reduce_scatter(comm)
+            outer = trail.wrap_reduce_scatter(
+                outer, f"reduce_verify.fsdp.ReduceScatter({contract}, {op})",
+                [fsdp_param.sharded_param for fsdp_param in group.fsdp_params])
+        module.set_custom_reduce_scatter(outer)
         reduction.comms.append(comm)
     return reduction
 

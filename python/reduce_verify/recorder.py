@@ -29,7 +29,16 @@ r's bucket):
 A step is what the hook's HookState counts: synchronised backward passes (the optimizer
 steps of the usual loop; under no_sync() gradient accumulation, not the forward passes).
 Every rank also keeps `local`: its own (step, bucket, input digest, result digest), which a
-test compares with the writer's manifest."""
+test compares with the writer's manifest.
+
+FSDP2 (reduce_verify.fsdp.register(..., recorder=)): each reduce-scatter call of a chosen step
+is a bucket, numbered in call order (FSDP calls its modules' reduce-scatters in one order on
+every rank). Its rank files are every rank's whole input (its gradients laid out (W, s), the
+padding included) and its result digest is that of every rank's shard concatenated in rank
+order: the all-reduce's digest of the same inputs (DESIGN §2.6), so `replay` and
+`digest --inputs` check it unchanged; each rank's own shard digest is in "shards". FSDP has no
+end-of-step signal a comm sees: call recorder.end_step() once per optimizer step, as
+Trail.end_step."""
 
 import atexit
 import ctypes
@@ -38,7 +47,7 @@ import os
 import pathlib
 import threading
 import warnings
-from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Set, Union
+from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple, Union
 
 import torch
 import torch.distributed as dist
@@ -48,6 +57,7 @@ from ._chain import Chain, ChainWriter
 from .ddp.hooks import HOOKS, Hook
 from .ddp.state import HookState, resolve_state
 from .errors import InputError, ReduceVerifyError
+from .fsdp import _OP_MEAN, _OP_SUM, parse_op
 from .tensors import check_little_endian, digest, dtype_name, values_of
 from .trail import KIND_FLAT
 
@@ -188,6 +198,8 @@ class Recorder:
         self.local: List[Dict[str, Any]] = []  # this rank's own digests, on every rank
         self._recorded: Set[int] = set()  # steps captured on this rank
         self._steps_seen = 0    # synchronised backward passes the hook reported
+        self._fsdp_step = 0     # end_step() calls: FSDP's step count
+        self._fsdp_calls = 0    # reduce-scatter calls in this FSDP step (the bucket index)
         self._closed = False
         # The hooks' completion callbacks may run on a process group's threads, several
         # buckets at once: one capture at a time keeps the manifest's lines whole.
@@ -293,6 +305,31 @@ class Recorder:
             f"Recorder.wrap({getattr(hook, '__name__', hook)})"
         return recorded_hook
 
+    def wrap_reduce_scatter(self, comm: Any) -> "RecordedReduceScatter":
+        """An FSDP2 reduce-scatter (torch's ReduceScatter protocol) that runs `comm` (a
+        reduce_verify.fsdp.ReduceScatter) and records its calls in the chosen steps (counted by
+        end_step()). reduce_verify.fsdp.register(..., recorder=) wraps its comms so."""
+        if not hasattr(comm, "contract") or not hasattr(comm, "sum_means"):
+            raise InputError(f"Recorder.wrap_reduce_scatter: {comm!r} is not a "
+                             "reduce_verify.fsdp.ReduceScatter (the recording is replayed under "
+                             "its contract)")
+        return RecordedReduceScatter(self, comm)
+
+    def end_step(self) -> None:
+        """Ends an FSDP step (call it once per optimizer step on every rank): the next
+        reduce-scatter call is the next step's bucket 0."""
+        with self._lock:
+            self._fsdp_step += 1
+            self._fsdp_calls = 0
+            self._saw_step(self._fsdp_step - 1)
+
+    def _next_fsdp_call(self) -> Tuple[int, int]:
+        """(step, bucket) of an FSDP reduce-scatter call."""
+        with self._lock:
+            call = self._fsdp_calls
+            self._fsdp_calls += 1
+            return self._fsdp_step, call
+
     def _record_bucket(self, state: HookState, bucket: dist.GradBucket, step: int,
                        contract: str, own: torch.Tensor,
                        future: torch.futures.Future[torch.Tensor]) -> torch.Tensor:
@@ -322,11 +359,16 @@ class Recorder:
 
     def _capture_unlocked(self, *, step: int, bucket: int, rank: int, world: int, op: str,
                           contract: str, inputs: torch.Tensor, own_input_digest: str,
-                          result: torch.Tensor) -> None:
+                          result: torch.Tensor, shards: Optional[List[str]] = None) -> None:
+        """shards: a reduce-scatter's, every rank's shard digest (result: the shards
+        concatenated in rank order)."""
         result_digest = digest(result)
         self._recorded.add(step)
-        self.local.append({"step": step, "bucket": bucket, "rank": rank,
-                           "input_digest": own_input_digest, "result_digest": result_digest})
+        own = {"step": step, "bucket": bucket, "rank": rank,
+               "input_digest": own_input_digest, "result_digest": result_digest}
+        if shards is not None:
+            own["shard_digest"] = shards[rank]
+        self.local.append(own)
         if rank != self.writer_rank:
             return
         if self._chain is None:
@@ -342,11 +384,13 @@ class Recorder:
             digests.append(digest(inputs[r]))
         # The all-gather that ends the hook copies the reduced shards' bytes to every rank, so
         # every rank's result is the writer's; each rank's own digest is in its `local`.
+        recorded = {"index": bucket, "numel": int(result.numel()), "inputs": digests,
+                    "results": [result_digest] * world, "files": files}
+        if shards is not None:
+            recorded.update({"coll": "reduce-scatter", "shards": shards})
         self._append({
             "step": step, "contract": contract, "op": op, "dtype": dtype,
-            "device": str(result.device),
-            "buckets": [{"index": bucket, "numel": int(result.numel()), "inputs": digests,
-                         "results": [result_digest] * world, "files": files}],
+            "device": str(result.device), "buckets": [recorded],
         })
         self._wrote = True
 
@@ -383,3 +427,55 @@ class Recorder:
     def _append(self, record: Dict[str, Any]) -> None:
         assert self._chain is not None  # opened by the writer's first capture
         self._chain.append(record)
+
+
+class RecordedReduceScatter:
+    """Recorder.wrap_reduce_scatter's comm: `comm`'s reduce-scatter; in a chosen step, before
+    it, a copy of this rank's input, and after it every rank's input and shard all-gathered
+    (copies of bytes) and captured on the writer."""
+
+    def __init__(self, recorder: Recorder, comm: Any):
+        self.recorder, self.comm = recorder, comm
+        self.contract = comm.contract  # what an outer wrapper (the Trail's) may read
+        self.name = getattr(comm, "name", "reduce-scatter")
+
+    def allocate(self, size: Any, *, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+        return self.comm.allocate(size, dtype=dtype, device=device)
+
+    def __call__(self, output_tensor: torch.Tensor, input_tensor: torch.Tensor,
+                 group: Optional[dist.ProcessGroup], op: Any, async_op: bool = False) -> Any:
+        recorder = self.recorder
+        step, call = recorder._next_fsdp_call()
+        recording = recorder._wants(step)
+        own = input_tensor.detach().reshape(-1).clone() if recording else None
+        work = self.comm(output_tensor, input_tensor, group, op, async_op)
+        if own is None:
+            return work
+        if work is not None:
+            work.wait()
+        # What the comm reduced is agreed by now: the checks below hold on every rank or none.
+        world, rank = dist.get_world_size(group), dist.get_rank(group)
+        where = f"Recorder({str(recorder.directory)!r}): {self.name}, step {step} call {call}"
+        if getattr(self.comm, "_reduction", None) is not None and \
+                self.comm._reduction._phase is not None:
+            raise InputError(f"{where} accumulates micro-batches (micro_batch()): its shard is "
+                             "the step's accumulated mean, not this call's reduction; record "
+                             "steps without accumulation")
+        code, divisor, op_name = parse_op(op, world, self.comm.sum_means)
+        if code == _OP_SUM:
+            recorded_op = "sum"
+        elif code == _OP_MEAN and divisor == world:
+            recorded_op = "mean"
+        else:
+            raise InputError(f"{where}: {op_name} is not a sum or a mean over W = {world}, "
+                             "which is all a replay reduces")
+        inputs = torch.empty((world, own.numel()), dtype=own.dtype, device=own.device)
+        _collectives.all_gather_rows(inputs, own, group).wait()
+        shard = output_tensor.detach().reshape(-1)
+        shards = torch.empty((world, shard.numel()), dtype=shard.dtype, device=shard.device)
+        _collectives.all_gather_rows(shards, shard, group).wait()
+        recorder._capture(step=step, bucket=call, rank=rank, world=world, op=recorded_op,
+                          contract=self.comm.contract, inputs=inputs,
+                          own_input_digest=digest(own), result=shards.reshape(-1),
+                          shards=[digest(row) for row in shards])
+        return None

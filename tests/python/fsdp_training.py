@@ -29,6 +29,10 @@ dist.destroy_process_group() and the interpreter's exit, instead of os._exit.
 trail: a file name in FOLDER: the run keeps a reduce_verify.Trail there (FSDP: through
 register(..., trail=)).
 
+recording: a folder name in FOLDER (mode fsdp-k1): a reduce_verify.Recorder of steps 1 and 2
+there, through register(..., recorder=); the run's result then holds the rank's `local`
+records.
+
 split: the micro-batches per rank ("even": 8 / W each; or a list such as [3, 3, 2], dealt from
 a per-step shuffle). A rank with fewer micro-batches than another runs the others' extra
 backward passes with contributes=False (FSDP needs every rank in every collective).
@@ -151,7 +155,7 @@ def train(run, rank, world):
                                             lr=LEARNING_RATE)
     else:
         optimizer = torch.optim.AdamW(model.parameters(), lr=LEARNING_RATE)
-    accumulator = reduction = trail = None
+    accumulator = reduction = trail = recorder = None
     if run.get("trail"):  # a reduce_verify.Trail of the run, for `reduce-verify audit`
         trail = reduce_verify.Trail(pathlib.Path(sys.argv[1]) / run["trail"],
                                     dist.group.WORLD if dist.is_initialized() else None)
@@ -159,7 +163,10 @@ def train(run, rank, world):
         reduce_verify.ddp.register(forward, reduce_verify.ddp.exact_hook if contract == "exact"
                                    else reduce_verify.ddp.fixed_order_hook)
     elif base == "fsdp-k1":
-        reduction = reduce_verify.fsdp.register(model, contract=contract)
+        if run.get("recording"):
+            recorder = reduce_verify.Recorder(pathlib.Path(sys.argv[1]) / run["recording"],
+                                              steps=[1, 2])
+        reduction = reduce_verify.fsdp.register(model, contract=contract, recorder=recorder)
     elif base == "fsdp1-hook":
         reduction = reduce_verify.fsdp.register_fsdp1(model, contract="exact")
     elif base == "fsdp" and not default:
@@ -233,8 +240,12 @@ def train(run, rank, world):
         optimizer.step()
         if trail is not None:
             trail.end_step(model.parameters(), optimizer)
+        if recorder is not None:
+            recorder.end_step()
     if trail is not None:
         trail.close()
+    if recorder is not None:
+        recorder.close()
     if base == "fsdp1-hook":
         from torch.distributed.fsdp import FullyShardedDataParallel
         with FullyShardedDataParallel.summon_full_params(model):
@@ -242,7 +253,8 @@ def train(run, rank, world):
     else:
         final = full_digest(model.parameters())
     return {"digest": final, "norms": norms,
-            "parameters": sum(p.numel() for p in make_model().parameters())}
+            "parameters": sum(p.numel() for p in make_model().parameters()),
+            "recorded": recorder.local if recorder is not None else None}
 
 
 def errors(rank, world):

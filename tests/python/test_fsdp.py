@@ -10,7 +10,7 @@ step; every rank of a run ends with it; ZeRO-1 under the exact DDP hook, and FSD
 register_fsdp1, end where DDP under the hook does (K = 1); each mutant changes the digest (the
 norm summed in float, the micro-batches accumulated in float, each shard reduced by the wrong
 rank); FSDP's trail audits equal to DDP's and names step 0, bucket 0 against the wrong-shard
-mutant's; bad input (several parameter groups, float64, ReduceOp.MAX, a PREMUL_SUM factor that
+mutant's; the Recorder's FSDP recordings replay (exit 0) under both contracts; bad input (several parameter groups, float64, ReduceOp.MAX, a PREMUL_SUM factor that
 is no mean, FSDP's divide factor changed after register, ranks whose layouts differ,
 fixed-order or FSDP1 accumulation, a backward pass without micro_batch() while accumulating)
 raises a named error on every rank, a peer that runs no reduce-scatter a WorldTimeout; every
@@ -73,9 +73,10 @@ OTHER_RUNS = {
         {"name": "ddp-hook 2x1", "mode": "ddp-hook"},
         {"name": "zero1-hook 2x1", "mode": "zero1-hook"},
         {"name": "fsdp1-hook 2x1", "mode": "fsdp1-hook"},
-        {"name": "fsdp exact 2x1", "mode": "fsdp-k1"}],
+        {"name": "fsdp exact 2x1", "mode": "fsdp-k1", "recording": "exact.recording"}],
     # W = 3, where a fixed-order fold ((a + b) + c) can differ from the exact sum.
-    3: [{"name": "fsdp fixed-order 3x1", "mode": "fsdp-k1", "contract": "fixed-order"},
+    3: [{"name": "fsdp fixed-order 3x1", "mode": "fsdp-k1", "contract": "fixed-order",
+         "recording": "fixed-order.recording"},
         {"name": "ddp-hook fixed-order 3x1", "mode": "ddp-hook", "contract": "fixed-order"},
         {"name": "ddp-hook 3x1", "mode": "ddp-hook"}],
     4: [{"name": "mutant norm-float 4x2", "mode": "fsdp", "mutant": "norm-float"}],
@@ -247,6 +248,34 @@ class FSDP(unittest.TestCase):
         self.assertIn("step 0, bucket 0", out)
         print(f"\naudit of FSDP against its wrong-shard mutant: {out.splitlines()[0]}",
               file=sys.stderr)
+
+    def test_the_recorder_sees_fsdp(self):
+        # register(..., recorder=): steps 1 and 2 of the K = 1 runs, every reduce-scatter call
+        # a bucket whose rank files are the ranks' whole inputs and whose result is their
+        # shards concatenated; `reduce-verify replay` reduces the files again under the
+        # recorded contract and finds every result (exit 0), and each rank's own shard digest
+        # is the one the writer recorded for it.
+        for world, run, name in ((2, "fsdp exact 2x1", "exact.recording"),
+                                 (3, "fsdp fixed-order 3x1", "fixed-order.recording")):
+            folder = self.folders[world] / name
+            done = subprocess.run([TOOL, "replay", str(folder)], capture_output=True,
+                                  text=True, timeout=120)
+            self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+            entries = [json.loads(line) for line in
+                       (folder / "manifest.jsonl").read_text().splitlines()]
+            buckets = [(e["step"], b["index"], b) for e in entries for b in e.get("buckets", [])]
+            self.assertEqual({step for step, _, _ in buckets}, {1, 2}, name)
+            self.assertTrue(all(b["coll"] == "reduce-scatter" for _, _, b in buckets), name)
+            by_call = {(step, index): b for step, index, b in buckets}
+            for rank, results in enumerate(self.results[world]):
+                local = results[run]["recorded"]
+                self.assertEqual(len(local), len(buckets), f"{name}, rank {rank}")
+                for record in local:
+                    bucket = by_call[(record["step"], record["bucket"])]
+                    self.assertEqual(record["shard_digest"], bucket["shards"][rank])
+                    self.assertEqual(record["input_digest"], bucket["inputs"][rank])
+            print(f"\n{name}: {len(buckets)} reduce-scatter calls recorded, replay: "
+                  f"{done.stdout.strip().splitlines()[-1]}", file=sys.stderr)
 
     def test_report_torch_own_paths(self):
         seen = {}
