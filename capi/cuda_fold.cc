@@ -1,10 +1,10 @@
-// The fixed-order fold of the C ABI on a GPU: core/cuda/fold_kernel.h's kernel on the
+// The fixed-order fold of the C ABI on a GPU: core/cuda/fixed_order/fold_kernel.h's kernel on the
 // caller's stream and device pointers (a torch tensor's storage on torch's current stream).
-#include "core/cuda/cuda_check.h"
 #include "capi/last_error.h"
 #include "capi/reduce_verify_c.h"
 #include "capi/stacked_arguments.h"
-#include "core/cuda/fold_kernel.h"
+#include "core/cuda/cuda_check.h"
+#include "core/cuda/fixed_order/fold_kernel.h"
 
 extern "C" rv_status rv_cuda_fold_stacked(int device, const float* d_stacked, uint32_t world,
                                           size_t slot_stride, size_t n, int op, float* d_out,

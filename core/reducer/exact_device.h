@@ -1,5 +1,5 @@
 // Where the exact reducer's element work runs: the host (core/exact/host_exact.h) or one GPU
-// (core/cuda/exact_kernel.h, the exact_*_kernel.cu files). The exact reducer is written once
+// (core/cuda/exact/exact_kernel.h, the exact_*_kernel.cu files). The exact reducer is written once
 // against this interface and a Transport, as the fixed-order reducer is against FoldDevice.
 #pragma once
 

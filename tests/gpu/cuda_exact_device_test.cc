@@ -1,7 +1,7 @@
 // CudaExactDevice: the host paths' bits through the ExactDevice interface (plans that change
 // between calls included), and the exact reducer running on it over a transport that stands
 // for W identical ranks, against the straight reference.
-#include "core/cuda/cuda_exact_device.h"
+#include "core/cuda/exact/cuda_exact_device.h"
 #include "core/oracle/reference.h"
 
 #include <gtest/gtest.h>
@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "core/arena.h"
-#include "core/cuda/cuda_fold_device.h"
-#include "core/cuda/exact_kernel.h"
+#include "core/cuda/exact/exact_kernel.h"
+#include "core/cuda/fixed_order/cuda_fold_device.h"
 #include "core/error.h"
 #include "core/exact/exact_law.h"
 #include "core/exact/exact_reduction.h"

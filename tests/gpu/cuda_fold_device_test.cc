@@ -1,6 +1,6 @@
 // CudaFoldDevice keeps FoldDevice's promises on a GPU: real scratch even for zero elements,
 // copies in stream order, the fold and the library-sum finish with the host device's bits.
-#include "core/cuda/cuda_fold_device.h"
+#include "core/cuda/fixed_order/cuda_fold_device.h"
 
 #include <gtest/gtest.h>
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "core/arena.h"
-#include "core/cuda/cuda_fold_device.h"
+#include "core/cuda/fixed_order/cuda_fold_device.h"
 #include "core/oracle/emulated_world.h"
 #include "core/reducer/fixed_order_reducer.h"
 #include "core/shard_plan.h"

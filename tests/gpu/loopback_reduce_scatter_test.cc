@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "core/case_id.h"
-#include "core/cuda/cuda_exact_device.h"
-#include "core/cuda/cuda_fold_device.h"
+#include "core/cuda/exact/cuda_exact_device.h"
+#include "core/cuda/fixed_order/cuda_fold_device.h"
 #include "core/oracle/case_reduction.h"
 #include "core/oracle/emulated_world.h"
 #include "core/reducer/exact_device.h"

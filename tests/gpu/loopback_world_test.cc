@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "core/arena.h"
-#include "core/cuda/cuda_fold_device.h"
 #include "core/cuda/device_buffer.h"
+#include "core/cuda/fixed_order/cuda_fold_device.h"
 #include "core/error.h"
 #include "core/oracle/emulated_world.h"
 #include "core/transport/cuda_loopback/loopback_ranks.h"

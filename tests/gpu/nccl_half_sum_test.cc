@@ -10,8 +10,8 @@
 #include <memory>
 #include <vector>
 
-#include "core/cuda/cuda_fold_device.h"
 #include "core/cuda/device_buffer.h"
+#include "core/cuda/fixed_order/cuda_fold_device.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/transport/nccl/nccl_library.h"

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "core/cuda/cuda_fold_device.h"
 #include "core/cuda/device_buffer.h"
+#include "core/cuda/fixed_order/cuda_fold_device.h"
 #include "core/error.h"
 #include "core/transport/nccl/nccl_transport.h"
 #include "tests/gpu/gpu_test_support.h"

@@ -12,9 +12,9 @@
 #include "core/transport/gloo/host_interfaces.h"
 #endif
 #if defined(RV_HAVE_CUDA)
-#include "core/cuda/cuda_exact_device.h"
-#include "core/cuda/cuda_fold_device.h"
 #include "core/cuda/device_info.h"
+#include "core/cuda/exact/cuda_exact_device.h"
+#include "core/cuda/fixed_order/cuda_fold_device.h"
 #include "core/transport/nccl/nccl_library.h"
 #include "core/transport/nccl/nccl_transport.h"
 #endif

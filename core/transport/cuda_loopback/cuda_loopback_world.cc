@@ -9,7 +9,7 @@
 
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/device_buffer.h"
-#include "core/cuda/exact_kernel.h"
+#include "core/cuda/exact/exact_kernel.h"
 #include "core/error.h"
 #include "core/transport/in_process/in_process_transport.h"
 

@@ -25,7 +25,7 @@
 #include <memory>
 #include <mutex>
 
-#include "core/cuda/cuda_fold_device.h"
+#include "core/cuda/fixed_order/cuda_fold_device.h"
 #include "core/transport/in_process/in_process_world.h"
 #include "core/transport/transport.h"
 

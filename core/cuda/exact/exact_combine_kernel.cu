@@ -5,8 +5,8 @@
 #include <string>
 
 #include "core/cuda/cuda_check.h"
-#include "core/cuda/exact_kernel.h"
-#include "core/cuda/exact_kernel_detail.h"
+#include "core/cuda/exact/exact_kernel.h"
+#include "core/cuda/exact/exact_kernel_detail.h"
 #include "core/error.h"
 
 namespace rv {

@@ -1,7 +1,7 @@
 // An elementwise pass over the library's result: float4 units where the buffer allows
 // (the scalar head up to the first 16-byte boundary and the tail are done in the same
 // launch), a grid sized to the device.
-#include "core/cuda/finish_kernel.h"
+#include "core/cuda/library_sum/finish_kernel.h"
 
 #include <algorithm>
 #include <cstdint>

@@ -1,11 +1,11 @@
-#include "core/cuda/cuda_exact_device.h"
+#include "core/cuda/exact/cuda_exact_device.h"
 
 #include <cstring>
 #include <string>
 
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/dtype_kernel.h"
-#include "core/cuda/exact_kernel.h"
+#include "core/cuda/exact/exact_kernel.h"
 #include "core/cuda/half_stacked_kernel.h"
 #include "core/error.h"
 

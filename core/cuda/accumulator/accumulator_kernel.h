@@ -1,9 +1,9 @@
 // The exact gradient accumulator's kernels (docs/DESIGN.md §11): a micro-batch's add into
 // the device's one-digit blocks, their export to an agreed one-limb window, and the one-limb
 // finish. Blocks the device cannot keep in one digit (a window past 62 bits, NaN, ±Inf or −0)
-// are marked for the host (core/cuda/cuda_accumulator.h keeps them in an ExactAccumulator),
-// bit for bit the host's law (core/exact/exact_accumulator.h). No CUDA types here; every
-// pointer is a device pointer of the current device, every launch on `cuda_stream`.
+// are marked for the host (core/cuda/accumulator/cuda_accumulator.h keeps them in an
+// ExactAccumulator), bit for bit the host's law (core/exact/exact_accumulator.h). No CUDA types
+// here; every pointer is a device pointer of the current device, every launch on `cuda_stream`.
 #pragma once
 
 #include <cstddef>

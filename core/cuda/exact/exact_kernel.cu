@@ -2,12 +2,12 @@
 // argument checks made before any launch. The kernels themselves are in
 // exact_{agreement,encode,round,combine}_kernel.cu; the element laws are exact_law.h's,
 // inlined into the device code, so only the mapping of elements to threads is written there.
-#include "core/cuda/exact_kernel.h"
+#include "core/cuda/exact/exact_kernel.h"
 
 #include <algorithm>
 #include <string>
 
-#include "core/cuda/exact_kernel_detail.h"
+#include "core/cuda/exact/exact_kernel_detail.h"
 #include "core/error.h"
 #include "core/exact/exact_law.h"
 

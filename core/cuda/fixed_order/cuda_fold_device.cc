@@ -1,9 +1,9 @@
-#include "core/cuda/cuda_fold_device.h"
+#include "core/cuda/fixed_order/cuda_fold_device.h"
 
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/dtype_kernel.h"
-#include "core/cuda/finish_kernel.h"
-#include "core/cuda/fold_kernel.h"
+#include "core/cuda/fixed_order/fold_kernel.h"
+#include "core/cuda/library_sum/finish_kernel.h"
 
 namespace rv {
 namespace {

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "core/cuda/cuda_check.h"
-#include "core/cuda/digest_tree_kernel.h"
+#include "core/cuda/digest/digest_tree_kernel.h"
 #include "core/digest/xxh3_leaf.h"
 #include "core/error.h"
 

@@ -13,8 +13,8 @@
 #include <cstdint>
 
 #include "core/cuda/cuda_check.h"
-#include "core/cuda/exact_kernel.h"
-#include "core/cuda/exact_kernel_detail.h"
+#include "core/cuda/exact/exact_kernel.h"
+#include "core/cuda/exact/exact_kernel_detail.h"
 #include "core/dtype_law.h"
 #include "core/error.h"
 #include "core/exact/exact_law.h"

@@ -1,4 +1,4 @@
-// CudaExactDevice: the exact reducer's ExactDevice on one GPU (core/cuda/exact_kernel.h's
+// CudaExactDevice: the exact reducer's ExactDevice on one GPU (core/cuda/exact/exact_kernel.h's
 // kernels). It enqueues on a CudaFoldDevice's stream, so an NCCL transport created for that
 // stream (verify/live/transport_factory.cc passes CudaFoldDevice::stream() to connect_nccl)
 // orders its int64 all-reduces with the encode before them and the round after them
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/cuda/cuda_fold_device.h"
+#include "core/cuda/fixed_order/cuda_fold_device.h"
 #include "core/exact/exact_plan.h"
 #include "core/reducer/exact_device.h"
 

@@ -11,12 +11,12 @@
 // the association ((x_0 + x_1) + x_2) + …; when a value arrives in a register does not
 // change any rounding. __fadd_rn / __fmul_rn keep each operation a separately rounded
 // binary32 operation whatever the compiler flags (no contraction into an FMA).
-#include "core/cuda/fold_kernel.h"
+#include "core/cuda/fixed_order/fold_kernel.h"
 
 #include <cstdint>
 #include <string>
 
-#include "core/cuda/fold_kernel_detail.h"
+#include "core/cuda/fixed_order/fold_kernel_detail.h"
 #include "core/error.h"
 #include "core/fold_law.h"
 

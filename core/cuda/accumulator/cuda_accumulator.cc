@@ -1,4 +1,4 @@
-#include "core/cuda/cuda_accumulator.h"
+#include "core/cuda/accumulator/cuda_accumulator.h"
 
 #include <cuda_runtime.h>
 
@@ -76,7 +76,7 @@ void CudaAccumulator::clear(void* cuda_stream) {
   const cudaStream_t stream = as_stream(cuda_stream);
   // The digits are not zeroed (8 bytes an element of writes a step): a block whose
   // magnitude_bits is 0 holds zero digits, and no kernel reads them
-  // (core/cuda/accumulator_kernel.h).
+  // (core/cuda/accumulator/accumulator_kernel.h).
   RV_CUDA_CHECK(cudaMemsetAsync(magnitude_bits_.data(), 0, magnitude_bits_.bytes(), stream));
   RV_CUDA_CHECK(cudaMemsetAsync(covered_.data(), 0, covered_.bytes(), stream));
   RV_CUDA_CHECK(cudaMemsetAsync(residence_.data(), 0, residence_.bytes(), stream));

@@ -37,7 +37,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "core/cuda/exact_kernel.h"
+#include "core/cuda/exact/exact_kernel.h"
 #include "core/cuda/half_kernel_detail.h"
 #include "core/cuda/half_stacked_kernel.h"
 #include "core/dtype_law.h"
@@ -279,8 +279,8 @@ void launch_for(const HalfTable& table, const ExactHalfArgs& args, Op op, cudaSt
 
 // ---- The units and staged kernels (issue 37) ---------------------------------------------
 //
-// The loads of fold_half_kernel.cu's units kernel (half_kernel_detail::load_round) or its
-// staged kernel (staged_units), the method of the kernel above, with less work per element:
+// The loads of fixed_order/fold_half_kernel.cu's units kernel (half_kernel_detail::load_round)
+// or its staged kernel (staged_units), the method of the kernel above, with less work per element:
 // * The window on packed pairs. Per word of a unit, the two elements' largest magnitude and
 //   smallest magnitude less one (mod 2^16: a ±0 gives 0xFFFF, never the minimum unless every
 //   addend is ±0) are kept as 16-bit lanes, with the 16-bit SIMD max and add-min of sm_90

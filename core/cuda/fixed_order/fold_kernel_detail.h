@@ -13,7 +13,7 @@
 #include <cstdint>
 
 #include "core/cuda/cuda_check.h"
-#include "core/cuda/fold_kernel.h"
+#include "core/cuda/fixed_order/fold_kernel.h"
 #include "core/cuda/launch_grid.h"
 #include "core/error.h"
 #include "core/fold_law.h"

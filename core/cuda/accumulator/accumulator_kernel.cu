@@ -1,4 +1,4 @@
-#include "core/cuda/accumulator_kernel.h"
+#include "core/cuda/accumulator/accumulator_kernel.h"
 
 #include <cuda_runtime.h>
 

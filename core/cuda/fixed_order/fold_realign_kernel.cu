@@ -29,8 +29,8 @@
 // batching decides only when values arrive, never the association.
 #include <cstdint>
 
-#include "core/cuda/fold_kernel.h"
-#include "core/cuda/fold_kernel_detail.h"
+#include "core/cuda/fixed_order/fold_kernel.h"
+#include "core/cuda/fixed_order/fold_kernel_detail.h"
 #include "core/error.h"
 
 namespace rv::fold_kernel_detail {

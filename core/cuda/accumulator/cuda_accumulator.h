@@ -1,9 +1,9 @@
 // The exact gradient accumulator on one GPU (docs/DESIGN.md §11): the digits and block states
-// in device memory, added by core/cuda/accumulator_kernel.h; blocks the device cannot keep in
-// one digit (past 62 bits, or NaN, ±Inf, −0) move to a host ExactAccumulator and stay there,
-// so the bits are the host's law whatever the data. The combine's rounds are the host
-// accumulator's (agreement words, plan, digit words, finish), with device pointers for the
-// digit words and the results. No CUDA types here.
+// in device memory, added by core/cuda/accumulator/accumulator_kernel.h; blocks the device cannot
+// keep in one digit (past 62 bits, or NaN, ±Inf, −0) move to a host ExactAccumulator and stay
+// there, so the bits are the host's law whatever the data. The combine's rounds are the host
+// accumulator's (agreement words, plan, digit words, finish), with device pointers for the digit
+// words and the results. No CUDA types here.
 #pragma once
 
 #include <cstddef>
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/contract.h"
-#include "core/cuda/accumulator_kernel.h"
+#include "core/cuda/accumulator/accumulator_kernel.h"
 #include "core/cuda/device_buffer.h"
 #include "core/dtype.h"
 #include "core/exact/exact_accumulator.h"

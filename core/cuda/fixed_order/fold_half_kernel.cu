@@ -23,7 +23,7 @@
 #include <string>
 #include <type_traits>
 
-#include "core/cuda/fold_kernel.h"
+#include "core/cuda/fixed_order/fold_kernel.h"
 #include "core/cuda/half_kernel_detail.h"
 #include "core/cuda/half_stacked_kernel.h"
 #include "core/error.h"

@@ -25,7 +25,7 @@
 #include <cstdint>
 
 #include "core/cuda/cuda_check.h"
-#include "core/cuda/exact_kernel.h"
+#include "core/cuda/exact/exact_kernel.h"
 #include "core/cuda/launch_grid.h"
 #include "core/exact/exact_law.h"
 #include "core/fold_law.h"
