@@ -49,8 +49,8 @@ DistContext open_rank(const std::string& root, const std::string& job_id, std::u
   options.world = world;
   options.timeout = kTimeout;
   std::unique_ptr<Transport> transport = connect_gloo(options);
-  return DistContext::process(launch, std::move(job), std::move(transport), host_fold_device(),
-                              contract, kTimeout, seed);
+  return DistContext::process(launch, std::move(job), std::move(transport),
+                              host_fixed_order_device(), contract, kTimeout, seed);
 }
 
 // Runs body(rank) on one thread per rank; returns each rank's exception (null if none).
@@ -292,10 +292,10 @@ TEST(DistContext, MismatchedPartsAreRefused) {
   options.store_dir = job.gloo_store_dir();
   LaunchRank launch;
   launch.world = 2;  // the launcher says 2, the job directory and the transport say 1
-  EXPECT_THROW(DistContext::process(launch, job, connect_gloo(options), host_fold_device(),
+  EXPECT_THROW(DistContext::process(launch, job, connect_gloo(options), host_fixed_order_device(),
                                     Contract::kFixedOrder, kTimeout),
                InputError);
-  EXPECT_THROW(DistContext::process(LaunchRank{}, job, nullptr, host_fold_device(),
+  EXPECT_THROW(DistContext::process(LaunchRank{}, job, nullptr, host_fixed_order_device(),
                                     Contract::kFixedOrder, kTimeout),
                InputError);
 }

@@ -110,9 +110,9 @@ TEST_P(FixedOrderHalf, EveryRankHoldsTheStraightReferenceBits) {
   }
   std::vector<std::vector<std::string>> verdicts(cases.size(), std::vector<std::string>(w));
   auto outcomes = run_ranks_over(transport, w, [&](std::uint32_t rank, Transport& t) {
-    FixedOrderReducer reducer(t, host_fold_device());
+    FixedOrderReducer reducer(t, host_fixed_order_device());
     // Tiny pieces too (a 4 KiB table), so a shard is folded and sent back piece by piece.
-    FixedOrderReducer pieced(t, host_fold_device(), FixedOrderOptions{4096, true});
+    FixedOrderReducer pieced(t, host_fixed_order_device(), FixedOrderOptions{4096, true});
     for (std::size_t k = 0; k < cases.size(); ++k) {
       for (FixedOrderReducer* r : {&reducer, &pieced}) {
         std::vector<float> arena = cases[k].arenas[rank];

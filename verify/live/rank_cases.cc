@@ -14,7 +14,8 @@
 
 namespace rv {
 
-RankReducers::RankReducers(Transport& transport, FoldDevice& device, ExactDevice* exact_device)
+RankReducers::RankReducers(Transport& transport, FixedOrderDevice& device,
+                           ExactDevice* exact_device)
     : transport_(transport),
       device_(device),
       exact_device_(exact_device),

@@ -22,8 +22,10 @@ bool same_slots(const std::vector<ExactBlockSlot>& a, const std::vector<ExactBlo
 
 }  // namespace
 
-CudaExactDevice::CudaExactDevice(const CudaFoldDevice& fold_device)
-    : device_(fold_device.device()), stream_(fold_device.stream()), name_(fold_device.name()) {}
+CudaExactDevice::CudaExactDevice(const CudaFixedOrderDevice& fixed_order_device)
+    : device_(fixed_order_device.device()),
+      stream_(fixed_order_device.stream()),
+      name_(fixed_order_device.name()) {}
 
 CudaExactDevice::~CudaExactDevice() {
   if (slots_ == nullptr && half_scratch_ == nullptr) return;

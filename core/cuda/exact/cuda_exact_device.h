@@ -1,6 +1,6 @@
 // CudaExactDevice: the exact reducer's ExactDevice on one GPU (core/cuda/exact/exact_kernel.h's
-// kernels). It enqueues on a CudaFoldDevice's stream, so an NCCL transport created for that
-// stream (verify/live/transport_factory.cc passes CudaFoldDevice::stream() to connect_nccl)
+// kernels). It enqueues on a CudaFixedOrderDevice's stream, so an NCCL transport created for that
+// stream (verify/live/transport_factory.cc passes CudaFixedOrderDevice::stream() to connect_nccl)
 // orders its int64 all-reduces with the encode before them and the round after them
 // without extra waits; the fixed-order and the exact reducer of one rank share the device.
 #pragma once
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/cuda/fixed_order/cuda_fold_device.h"
+#include "core/cuda/fixed_order/cuda_fixed_order_device.h"
 #include "core/exact/exact_plan.h"
 #include "core/reducer/exact_device.h"
 
@@ -18,13 +18,13 @@ namespace rv {
 
 class CudaExactDevice final : public ExactDevice {
  public:
-  // `fold_device` must outlive this device. Throws RuntimeFailure for device errors.
-  explicit CudaExactDevice(const CudaFoldDevice& fold_device);
+  // `fixed_order_device` must outlive this device. Throws RuntimeFailure for device errors.
+  explicit CudaExactDevice(const CudaFixedOrderDevice& fixed_order_device);
   ~CudaExactDevice() override;
   CudaExactDevice(const CudaExactDevice&) = delete;
   CudaExactDevice& operator=(const CudaExactDevice&) = delete;
 
-  const char* name() const override { return name_.c_str(); }  // the fold device's name
+  const char* name() const override { return name_.c_str(); }  // the fixed-order device's name
   std::int64_t* allocate_words(std::size_t n) override;
   void free_words(std::int64_t* p) override;
   void agreement_words(const float* values, std::size_t n, std::int64_t* words) override;

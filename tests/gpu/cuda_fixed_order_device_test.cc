@@ -1,6 +1,7 @@
-// CudaFoldDevice keeps FoldDevice's promises on a GPU: real scratch even for zero elements,
-// copies in stream order, the fold and the library-sum finish with the host device's bits.
-#include "core/cuda/fixed_order/cuda_fold_device.h"
+// CudaFixedOrderDevice keeps FixedOrderDevice's promises on a GPU: real scratch even for zero
+// elements, copies in stream order, the fold and the library-sum finish with the host device's
+// bits.
+#include "core/cuda/fixed_order/cuda_fixed_order_device.h"
 
 #include <gtest/gtest.h>
 
@@ -16,27 +17,27 @@ namespace {
 
 using test::same_bits;
 
-class CudaFoldDeviceTest : public ::testing::Test {
+class CudaFixedOrderDeviceTest : public ::testing::Test {
  protected:
   void SetUp() override { RV_SKIP_WITHOUT_GPU(); }
 };
 
-TEST_F(CudaFoldDeviceTest, NamesItsDevice) {
-  CudaFoldDevice device(0);
+TEST_F(CudaFixedOrderDeviceTest, NamesItsDevice) {
+  CudaFixedOrderDevice device(0);
   EXPECT_EQ(std::string(device.name()).rfind("cuda:0 ", 0), 0u) << device.name();
   EXPECT_NE(device.stream(), nullptr);
 }
 
-TEST_F(CudaFoldDeviceTest, ScratchIsRealEvenForNoElements) {
-  CudaFoldDevice device(0);
+TEST_F(CudaFixedOrderDeviceTest, ScratchIsRealEvenForNoElements) {
+  CudaFixedOrderDevice device(0);
   float* empty = device.allocate(0);
   EXPECT_NE(empty, nullptr);
   device.free(empty);
 }
 
-TEST_F(CudaFoldDeviceTest, FoldAndFinishMatchTheHostDevice) {
-  CudaFoldDevice gpu(0);
-  FoldDevice& cpu = host_fold_device();
+TEST_F(CudaFixedOrderDeviceTest, FoldAndFinishMatchTheHostDevice) {
+  CudaFixedOrderDevice gpu(0);
+  FixedOrderDevice& cpu = host_fixed_order_device();
   const std::uint32_t world = 5;
   const std::size_t n = 1001, stride = 1003;  // an odd stride: the scalar path
   std::vector<float> table(world * stride);
@@ -73,9 +74,9 @@ TEST_F(CudaFoldDeviceTest, FoldAndFinishMatchTheHostDevice) {
 }
 
 // On any box: without a driver, or with one, device 4096 is a named error, not a crash.
-TEST(CudaFoldDevice, ABadDeviceIsANamedRuntimeFailure) {
+TEST(CudaFixedOrderDevice, ABadDeviceIsANamedRuntimeFailure) {
   try {
-    CudaFoldDevice device(4096);
+    CudaFixedOrderDevice device(4096);
     FAIL() << "device 4096 should not exist";
   } catch (const RuntimeFailure& e) {
     EXPECT_NE(std::string(e.what()).find("CUDA error"), std::string::npos) << e.what();

@@ -1,4 +1,4 @@
-#include "core/cuda/fixed_order/cuda_fold_device.h"
+#include "core/cuda/fixed_order/cuda_fixed_order_device.h"
 
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/dtype_kernel.h"
@@ -12,7 +12,7 @@ cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream);
 
 }  // namespace
 
-CudaFoldDevice::CudaFoldDevice(int device) : device_(device) {
+CudaFixedOrderDevice::CudaFixedOrderDevice(int device) : device_(device) {
   const cuda_detail::ScopedDevice scope(device_);
   cudaDeviceProp prop{};
   RV_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
@@ -24,7 +24,7 @@ CudaFoldDevice::CudaFoldDevice(int device) : device_(device) {
   stream_ = stream;
 }
 
-CudaFoldDevice::~CudaFoldDevice() {
+CudaFixedOrderDevice::~CudaFixedOrderDevice() {
   int previous = -1;
   const bool restore = cudaGetDevice(&previous) == cudaSuccess && previous != device_;
   if (restore) (void)cudaSetDevice(device_);
@@ -33,65 +33,66 @@ CudaFoldDevice::~CudaFoldDevice() {
   if (restore) (void)cudaSetDevice(previous);
 }
 
-float* CudaFoldDevice::allocate(std::size_t n) {
+float* CudaFixedOrderDevice::allocate(std::size_t n) {
   const cuda_detail::ScopedDevice scope(device_);
   void* p = nullptr;
   RV_CUDA_CHECK(cudaMalloc(&p, (n ? n : 1) * sizeof(float)));
   return static_cast<float*>(p);
 }
 
-void CudaFoldDevice::free(float* p) {
+void CudaFixedOrderDevice::free(float* p) {
   if (p == nullptr) return;
   const cuda_detail::ScopedDevice scope(device_);
   // cudaFree waits for the device; work on our stream that still reads p finishes first.
   RV_CUDA_CHECK(cudaFree(p));
 }
 
-void CudaFoldDevice::copy(void* dst, const void* src, std::size_t bytes) {
+void CudaFixedOrderDevice::copy(void* dst, const void* src, std::size_t bytes) {
   if (bytes == 0 || dst == src) return;
   const cuda_detail::ScopedDevice scope(device_);
   RV_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, as_stream(stream_)));
 }
 
-void CudaFoldDevice::fold_stacked(const float* stacked, std::uint32_t world,
-                                  std::size_t slot_stride, std::size_t n, Op op, float* out) {
+void CudaFixedOrderDevice::fold_stacked(const float* stacked, std::uint32_t world,
+                                        std::size_t slot_stride, std::size_t n, Op op, float* out) {
   const cuda_detail::ScopedDevice scope(device_);
   launch_fold_stacked(stacked, world, slot_stride, n, op, out, stream_);
 }
 
-void CudaFoldDevice::round_to_dtype(float* values, std::size_t n, DType dtype) {
+void CudaFixedOrderDevice::round_to_dtype(float* values, std::size_t n, DType dtype) {
   const cuda_detail::ScopedDevice scope(device_);
   launch_round_to_dtype(values, n, dtype, stream_);
 }
 
-void CudaFoldDevice::narrow(const float* values, std::size_t n, DType dtype, void* out) {
+void CudaFixedOrderDevice::narrow(const float* values, std::size_t n, DType dtype, void* out) {
   const cuda_detail::ScopedDevice scope(device_);
   launch_narrow(values, n, dtype, out, stream_);
 }
 
-void CudaFoldDevice::widen(const void* values, std::size_t n, DType dtype, float* out) {
+void CudaFixedOrderDevice::widen(const void* values, std::size_t n, DType dtype, float* out) {
   const cuda_detail::ScopedDevice scope(device_);
   launch_widen(values, n, dtype, out, stream_);
 }
 
-void CudaFoldDevice::finish_library_sum(float* values, std::size_t n, std::uint32_t world, Op op) {
+void CudaFixedOrderDevice::finish_library_sum(float* values, std::size_t n, std::uint32_t world,
+                                              Op op) {
   const cuda_detail::ScopedDevice scope(device_);
   launch_finish_library_sum(values, n, world, op, stream_);
 }
 
-void CudaFoldDevice::synchronize() {
+void CudaFixedOrderDevice::synchronize() {
   const cuda_detail::ScopedDevice scope(device_);
   RV_CUDA_CHECK(cudaStreamSynchronize(as_stream(stream_)));
 }
 
-void CudaFoldDevice::upload(void* dst, const void* host_src, std::size_t bytes) {
+void CudaFixedOrderDevice::upload(void* dst, const void* host_src, std::size_t bytes) {
   if (bytes == 0) return;
   const cuda_detail::ScopedDevice scope(device_);
   RV_CUDA_CHECK(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, as_stream(stream_)));
   RV_CUDA_CHECK(cudaStreamSynchronize(as_stream(stream_)));
 }
 
-void CudaFoldDevice::download(void* host_dst, const void* src, std::size_t bytes) {
+void CudaFixedOrderDevice::download(void* host_dst, const void* src, std::size_t bytes) {
   if (bytes == 0) return;
   const cuda_detail::ScopedDevice scope(device_);
   RV_CUDA_CHECK(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, as_stream(stream_)));

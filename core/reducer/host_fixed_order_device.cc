@@ -6,15 +6,15 @@
 #include "core/dtype_arrays.h"
 #include "core/error.h"
 #include "core/fold.h"
-#include "core/reducer/fold_device.h"
+#include "core/reducer/fixed_order_device.h"
 
 namespace rv {
 namespace {
 
-class HostFoldDevice final : public FoldDevice {
+class HostFixedOrderDevice final : public FixedOrderDevice {
  public:
   const char* name() const override { return "cpu"; }
-  FoldDeviceKind kind() const override { return FoldDeviceKind::kHost; }
+  FixedOrderDeviceKind kind() const override { return FixedOrderDeviceKind::kHost; }
   float* allocate(std::size_t n) override {
     // 64-byte alignment for vector loads; at least one element so the pointer is real.
     const std::size_t bytes = ((n ? n : 1) * sizeof(float) + 63) / 64 * 64;
@@ -51,12 +51,12 @@ class HostFoldDevice final : public FoldDevice {
 
 }  // namespace
 
-void FoldDevice::fold_slots(const float* const*, std::uint32_t, std::size_t, Op, float*) {
+void FixedOrderDevice::fold_slots(const float* const*, std::uint32_t, std::size_t, Op, float*) {
   throw InternalError(std::string(name()) + ": this device folds stacked tables only");
 }
 
-FoldDevice& host_fold_device() {
-  static HostFoldDevice device;
+FixedOrderDevice& host_fixed_order_device() {
+  static HostFixedOrderDevice device;
   return device;
 }
 

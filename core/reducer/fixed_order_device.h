@@ -14,14 +14,14 @@ namespace rv {
 // Where a device's memory and fold are. The reducers' defaults follow it
 // (FixedOrderOptions::for_device): the host folds in cache-sized pieces and in place, a GPU in
 // large pieces from a stacked table.
-enum class FoldDeviceKind { kHost, kGpu };
+enum class FixedOrderDeviceKind { kHost, kGpu };
 
-class FoldDevice {
+class FixedOrderDevice {
  public:
-  virtual ~FoldDevice() = default;
+  virtual ~FixedOrderDevice() = default;
   // "cpu" or "cuda:<index> <device name>": for messages and reports only.
   virtual const char* name() const = 0;
-  virtual FoldDeviceKind kind() const = 0;
+  virtual FixedOrderDeviceKind kind() const = 0;
   // Scratch of n floats in this device's memory (never null, even for n = 0); freed by free.
   virtual float* allocate(std::size_t n) = 0;
   virtual void free(float* p) = 0;
@@ -58,6 +58,6 @@ class FoldDevice {
 };
 
 // The host: std::vector-like scratch, core/fold.h's fold.
-FoldDevice& host_fold_device();
+FixedOrderDevice& host_fixed_order_device();
 
 }  // namespace rv

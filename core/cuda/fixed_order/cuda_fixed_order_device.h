@@ -1,27 +1,27 @@
-// CudaFoldDevice: a FoldDevice on one GPU. Scratch is cudaMalloc'd, copies and kernels are
-// enqueued in order on the device's own stream, and synchronize waits for that stream. A
-// device transport (NCCL) given stream() enqueues on the same stream, so bytes the
-// transport moves and the folds that read them are ordered without extra waits.
+// CudaFixedOrderDevice: a FixedOrderDevice on one GPU. Scratch is cudaMalloc'd, copies and kernels
+// are enqueued in order on the device's own stream, and synchronize waits for that stream. A device
+// transport (NCCL) given stream() enqueues on the same stream, so bytes the transport moves and the
+// folds that read them are ordered without extra waits.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
-#include "core/reducer/fold_device.h"
+#include "core/reducer/fixed_order_device.h"
 
 namespace rv {
 
-class CudaFoldDevice final : public FoldDevice {
+class CudaFixedOrderDevice final : public FixedOrderDevice {
  public:
   // Throws RuntimeFailure when `device` cannot be used.
-  explicit CudaFoldDevice(int device);
-  ~CudaFoldDevice() override;
-  CudaFoldDevice(const CudaFoldDevice&) = delete;
-  CudaFoldDevice& operator=(const CudaFoldDevice&) = delete;
+  explicit CudaFixedOrderDevice(int device);
+  ~CudaFixedOrderDevice() override;
+  CudaFixedOrderDevice(const CudaFixedOrderDevice&) = delete;
+  CudaFixedOrderDevice& operator=(const CudaFixedOrderDevice&) = delete;
 
   const char* name() const override { return name_.c_str(); }  // "cuda:<index> <device name>"
-  FoldDeviceKind kind() const override { return FoldDeviceKind::kGpu; }
+  FixedOrderDeviceKind kind() const override { return FixedOrderDeviceKind::kGpu; }
   float* allocate(std::size_t n) override;
   void free(float* p) override;
   void copy(void* dst, const void* src, std::size_t bytes) override;
