@@ -6,10 +6,11 @@
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/fixed_order/fold_kernel.h"
 
-extern "C" rv_status rv_cuda_fold_stacked(int device, const float* d_stacked, uint32_t world,
-                                          size_t slot_stride, size_t n, int op, float* d_out,
-                                          void* cuda_stream) {
-  return rv::capi::guarded("rv_cuda_fold_stacked", [&] {
+extern "C" rv_status rv_cuda_fixed_order_reduce_stacked(int device, const float* d_stacked,
+                                                        uint32_t world, size_t slot_stride,
+                                                        size_t n, int op, float* d_out,
+                                                        void* cuda_stream) {
+  return rv::capi::guarded("rv_cuda_fixed_order_reduce_stacked", [&] {
     const rv::Op parsed = rv::capi::op_from_c(op);
     rv::capi::check_stacked_arguments({d_stacked, world, slot_stride, n, d_out, UINT32_MAX});
     if (n == 0) return;
