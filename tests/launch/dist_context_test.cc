@@ -139,11 +139,11 @@ TEST_P(DistContextWorld, FixedOrderReductionsEqualTheReferenceFoldOnEveryRank) {
         const auto arenas = world_arenas(dist, world, n);
         std::vector<float> grad = arenas[r];
         context.all_reduce_grad_sum(grad.data(), n);
-        EXPECT_TRUE(same_bits(grad, reference_fold(arenas, Op::kSum)))
+        EXPECT_TRUE(same_bits(grad, reference_fixed_order(arenas, Op::kSum)))
             << "grad sum, rank " << r << ", n " << n;
         std::vector<float> host = arenas[r];
         context.all_reduce_host_mean(host.data(), n);
-        EXPECT_TRUE(same_bits(host, reference_fold(arenas, Op::kMean)))
+        EXPECT_TRUE(same_bits(host, reference_fixed_order(arenas, Op::kMean)))
             << "host mean, rank " << r << ", n " << n;
       }
       context.barrier();
@@ -186,10 +186,10 @@ TEST_P(DistContextWorld, LibrarySumIsExactOnIntegers) {
     const auto arenas = world_arenas(Distribution::kExact, world, 513);
     std::vector<float> grad = arenas[r];
     context.all_reduce_grad_sum(grad.data(), grad.size());
-    EXPECT_TRUE(same_bits(grad, reference_fold(arenas, Op::kSum))) << "rank " << r;
+    EXPECT_TRUE(same_bits(grad, reference_fixed_order(arenas, Op::kSum))) << "rank " << r;
     std::vector<float> host = arenas[r];
     context.all_reduce_host_mean(host.data(), host.size());
-    EXPECT_TRUE(same_bits(host, reference_fold(arenas, Op::kMean))) << "rank " << r;
+    EXPECT_TRUE(same_bits(host, reference_fixed_order(arenas, Op::kMean))) << "rank " << r;
   });
   expect_all_ok(errors);
 }

@@ -6,7 +6,7 @@
 // 1 … 8; n = 0, 1, W − 1, W + 1 (n < W, n not a multiple of W), 1000, 4099 and one 2^20 + 3;
 // FSDP's shard size and a caller's larger one (more padding, empty last shards); f32, bf16,
 // f16; every distribution; sum and mean. The expected bits come from the straight references
-// (reference_fold, reference_exact), and on every live rank also from the live all-reduce.
+// (reference_fixed_order, reference_exact), and on every live rank also from the live all-reduce.
 // And the check can fail: a reducer whose owner folds in another order is caught. An exact
 // device without the owner reduction refuses by name.
 #include <gtest/gtest.h>
@@ -71,7 +71,7 @@ Arenas arenas_of(DType dtype, Distribution dist, std::uint32_t w, std::size_t n)
 
 std::vector<float> reference_of(Contract contract, const Arenas& arenas, Op op, DType dtype) {
   return contract == Contract::kExact ? reference_exact(arenas, op, dtype)
-                                      : reference_fold(arenas, op, dtype);
+                                      : reference_fixed_order(arenas, op, dtype);
 }
 
 // Every contract, op, dtype and distribution at (w, n), with FSDP's shard size and a larger
