@@ -1,7 +1,7 @@
 // The object behind the C ABI's rv_accumulator: one interface, a host implementation over
 // core/exact/exact_accumulator.h (capi/accumulator.cc) and a CUDA one over
-// core/cuda/cuda_accumulator.h (capi/cuda_accumulator.cc; capi/cuda_unavailable.cc without
-// CUDA). The entry points check their arguments before they reach it.
+// core/cuda/accumulator/cuda_accumulator.h (capi/cuda_accumulator.cc; capi/cuda_unavailable.cc
+// without CUDA). The entry points check their arguments before they reach it.
 #pragma once
 
 #include <cstddef>

@@ -1,17 +1,17 @@
 // The C ABI's exact gradient accumulator on a GPU (rv_accumulator_create with device ≥ 0):
-// core/cuda/cuda_accumulator.h behind the handle's interface.
+// core/cuda/accumulator/cuda_accumulator.h behind the handle's interface.
 //
 // bf16 and f16: an add widens the values on the device (core/cuda/dtype_kernel.h, exact) into
 // a binary32 copy that the binary32 accumulator adds; the copy is kept until the add is
 // settled, since a settle may read the values again. The finish rounds each exact sum once,
-// straight to the dtype, on the device (core/cuda/accumulator_kernel.h), as for f32: no host
-// round trip unless a block lives on the host.
+// straight to the dtype, on the device (core/cuda/accumulator/accumulator_kernel.h), as for f32: no
+// host round trip unless a block lives on the host.
 #include <utility>
 #include <vector>
 
 #include "capi/accumulator_handle.h"
 #include "capi/last_error.h"
-#include "core/cuda/cuda_accumulator.h"
+#include "core/cuda/accumulator/cuda_accumulator.h"
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/device_buffer.h"
 #include "core/cuda/dtype_kernel.h"

@@ -1,10 +1,10 @@
-// The digest tree's leaves on a GPU (docs/DESIGN.md §12): core/cuda/digest_tree_kernel.h's
+// The digest tree's leaves on a GPU (docs/DESIGN.md §12): core/cuda/digest/digest_tree_kernel.h's
 // kernel on the caller's stream, reading a torch tensor's storage and writing the 16-byte leaf
 // digests into another device tensor; the caller finishes the root on the host.
 #include "capi/last_error.h"
 #include "capi/reduce_verify_c.h"
 #include "core/cuda/cuda_check.h"
-#include "core/cuda/digest_tree_kernel.h"
+#include "core/cuda/digest/digest_tree_kernel.h"
 #include "core/digest/digest_tree.h"
 #include "core/error.h"
 

@@ -13,10 +13,11 @@
 #include "core/cuda/half_stacked_kernel.h"
 #include "core/exact/exact_law.h"
 
-extern "C" rv_status rv_cuda_fold_stacked_dtype(int device, const void* d_stacked, uint32_t world,
-                                                size_t slot_stride, size_t n, int op, int dtype,
-                                                void* d_out, void* cuda_stream) {
-  return rv::capi::guarded("rv_cuda_fold_stacked_dtype", [&] {
+extern "C" rv_status rv_cuda_fixed_order_reduce_stacked_dtype(int device, const void* d_stacked,
+                                                              uint32_t world, size_t slot_stride,
+                                                              size_t n, int op, int dtype,
+                                                              void* d_out, void* cuda_stream) {
+  return rv::capi::guarded("rv_cuda_fixed_order_reduce_stacked_dtype", [&] {
     const rv::Op parsed = rv::capi::op_from_c(op);
     const rv::DType type = rv::capi::dtype_from_c(dtype);
     rv::capi::check_stacked_arguments(

@@ -1,11 +1,11 @@
 // The exact contract of the C ABI on one GPU, over a stacked table of W slots: the stacked
-// kernel (core/cuda/exact_kernel.h's launch_exact_reduce_stacked), one launch on the caller's
+// kernel (core/cuda/exact/exact_kernel.h's launch_exact_reduce_stacked), one launch on the caller's
 // stream and no host synchronisation; the bits of the host's rv_exact_reduce_stacked.
 #include "capi/last_error.h"
 #include "capi/reduce_verify_c.h"
 #include "capi/stacked_arguments.h"
 #include "core/cuda/cuda_check.h"
-#include "core/cuda/exact_kernel.h"
+#include "core/cuda/exact/exact_kernel.h"
 #include "core/exact/exact_law.h"
 
 extern "C" rv_status rv_cuda_exact_reduce_stacked(int device, const float* d_stacked,

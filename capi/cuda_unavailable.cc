@@ -15,9 +15,9 @@ namespace {
 
 }  // namespace
 
-extern "C" rv_status rv_cuda_fold_stacked(int, const float*, uint32_t, size_t, size_t, int, float*,
-                                          void*) {
-  return rv::capi::guarded("rv_cuda_fold_stacked", [] { unsupported(); });
+extern "C" rv_status rv_cuda_fixed_order_reduce_stacked(int, const float*, uint32_t, size_t, size_t,
+                                                        int, float*, void*) {
+  return rv::capi::guarded("rv_cuda_fixed_order_reduce_stacked", [] { unsupported(); });
 }
 
 extern "C" rv_status rv_cuda_exact_reduce_stacked(int, const float*, uint32_t, size_t, size_t, int,
@@ -25,9 +25,9 @@ extern "C" rv_status rv_cuda_exact_reduce_stacked(int, const float*, uint32_t, s
   return rv::capi::guarded("rv_cuda_exact_reduce_stacked", [] { unsupported(); });
 }
 
-extern "C" rv_status rv_cuda_fold_stacked_dtype(int, const void*, uint32_t, size_t, size_t, int,
-                                                int, void*, void*) {
-  return rv::capi::guarded("rv_cuda_fold_stacked_dtype", [] { unsupported(); });
+extern "C" rv_status rv_cuda_fixed_order_reduce_stacked_dtype(int, const void*, uint32_t, size_t,
+                                                              size_t, int, int, void*, void*) {
+  return rv::capi::guarded("rv_cuda_fixed_order_reduce_stacked_dtype", [] { unsupported(); });
 }
 
 extern "C" rv_status rv_cuda_exact_reduce_stacked_dtype(int, const void*, uint32_t, size_t, size_t,

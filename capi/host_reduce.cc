@@ -17,9 +17,10 @@ using rv::capi::dtype_from_c;
 using rv::capi::guarded;
 using rv::capi::op_from_c;
 
-extern "C" rv_status rv_fold_stacked(const float* stacked, uint32_t world, size_t slot_stride,
-                                     size_t n, int op, float* out) {
-  return guarded("rv_fold_stacked", [&] {
+extern "C" rv_status rv_fixed_order_reduce_stacked(const float* stacked, uint32_t world,
+                                                   size_t slot_stride, size_t n, int op,
+                                                   float* out) {
+  return guarded("rv_fixed_order_reduce_stacked", [&] {
     const rv::Op parsed = op_from_c(op);
     check_stacked_arguments({stacked, world, slot_stride, n, out, UINT32_MAX});
     // The caller's thread may carry FTZ/DAZ (torch.set_flush_denormal(True) sets them), which
@@ -59,14 +60,16 @@ std::vector<float> widened_table(const void* stacked, std::uint32_t world, std::
 
 }  // namespace
 
-extern "C" rv_status rv_fold_stacked_dtype(const void* stacked, uint32_t world, size_t slot_stride,
-                                           size_t n, int op, int dtype, void* out) {
-  return guarded("rv_fold_stacked_dtype", [&] {
+extern "C" rv_status rv_fixed_order_reduce_stacked_dtype(const void* stacked, uint32_t world,
+                                                         size_t slot_stride, size_t n, int op,
+                                                         int dtype, void* out) {
+  return guarded("rv_fixed_order_reduce_stacked_dtype", [&] {
     const rv::Op parsed = op_from_c(op);
     const rv::DType type = dtype_from_c(dtype);
     check_stacked_arguments(
         {stacked, world, slot_stride, n, out, UINT32_MAX, rv::dtype_bytes(type)});
-    rv::enforce_ieee_fp_environment();  // as rv_fold_stacked: FTZ/DAZ would change the fold
+    rv::enforce_ieee_fp_environment();  // as rv_fixed_order_reduce_stacked: FTZ/DAZ would change
+                                        // the fold
     if (n == 0) return;
     if (type == rv::DType::kF32) {
       rv::fold_stacked(static_cast<const float*>(stacked), world, slot_stride, n, parsed,

@@ -3,9 +3,9 @@
  * and any trainer whose framework has a C FFI. Nothing here names a C++ or a torch type, so
  * one build of the library serves every version of a framework.
  *
- * Contracts (docs/DESIGN.md §2): rv_fold_stacked is the fixed-order fold, rv_exact_reduce_*
- * the exact contract; both read W slots of one stacked table (slot r = rank r's addends, at
- * stacked + r × slot_stride) and write n results. The digest is docs/DESIGN.md §3's:
+ * Contracts (docs/DESIGN.md §2): rv_fixed_order_reduce_stacked is the fixed-order fold,
+ * rv_exact_reduce_* the exact contract; both read W slots of one stacked table (slot r = rank r's
+ * addends, at stacked + r × slot_stride) and write n results. The digest is docs/DESIGN.md §3's:
  * XXH3-128 (seed 0) of the values' little-endian bytes in canonical hex, what
  * `reduce-verify digest` and `xxh128sum` print.
  *
@@ -30,7 +30,7 @@ extern "C" {
 
 /* Raised whenever a function's signature or meaning changes; the Python package refuses a
  * library whose version differs from its own. */
-#define RV_C_API_VERSION 3
+#define RV_C_API_VERSION 4  /* 4: rv_fold_stacked* renamed rv_fixed_order_reduce_stacked* */
 
 typedef enum rv_status {
   RV_OK = 0,
@@ -64,20 +64,21 @@ RV_C_API const char* rv_library_info(void);
  * × (1.0f / W) for op mean, NaN written as 0x7FC00000. 1 ≤ world; slot_stride ≥ n; out may
  * be slot 0 itself (in place) and must overlap no other slot. The calling thread's FP state
  * must be IEEE (no FTZ/DAZ, round to nearest even): RV_RUNTIME_FAILURE otherwise. */
-RV_C_API rv_status rv_fold_stacked(const float* stacked, uint32_t world, size_t slot_stride,
-                                   size_t n, int op, float* out);
+RV_C_API rv_status rv_fixed_order_reduce_stacked(const float* stacked, uint32_t world,
+                                                 size_t slot_stride, size_t n, int op, float* out);
 
 /* The exact contract on the host: each out[i] the correctly rounded sum (or mean: the exact
  * sum divided by W, rounded once) of the W addends. 1 ≤ world ≤ 2^20; layout and aliasing as
- * rv_fold_stacked. */
+ * rv_fixed_order_reduce_stacked. */
 RV_C_API rv_status rv_exact_reduce_stacked(const float* stacked, uint32_t world, size_t slot_stride,
                                            size_t n, int op, float* out);
 
 /* The same over elements of `dtype` (rv_dtype): stacked, out and slot_stride count elements
- * of that dtype (2 bytes for bf16 and f16). RV_DTYPE_F32 is rv_fold_stacked /
+ * of that dtype (2 bytes for bf16 and f16). RV_DTYPE_F32 is rv_fixed_order_reduce_stacked /
  * rv_exact_reduce_stacked exactly. */
-RV_C_API rv_status rv_fold_stacked_dtype(const void* stacked, uint32_t world, size_t slot_stride,
-                                         size_t n, int op, int dtype, void* out);
+RV_C_API rv_status rv_fixed_order_reduce_stacked_dtype(const void* stacked, uint32_t world,
+                                                       size_t slot_stride, size_t n, int op,
+                                                       int dtype, void* out);
 RV_C_API rv_status rv_exact_reduce_stacked_dtype(const void* stacked, uint32_t world,
                                                  size_t slot_stride, size_t n, int op, int dtype,
                                                  void* out);
@@ -89,8 +90,8 @@ RV_C_API rv_status rv_exact_reduce_stacked_dtype(const void* stacked, uint32_t w
  * and *count (shorter, or empty at n, where it reaches into the padding), and s to
  * *padded_shard_size. A caller with its own all-to-all (torch.distributed) reduce-scatters
  * by sending every rank p its slice [begin_p, begin_p + count_p) into slot r of p's table and
- * reducing that table with rv_fold_stacked_dtype or rv_exact_reduce_stacked_dtype: every
- * element then has the bits of the all-reduce of the same contract, op and dtype at its
+ * reducing that table with rv_fixed_order_reduce_stacked_dtype or rv_exact_reduce_stacked_dtype:
+ * every element then has the bits of the all-reduce of the same contract, op and dtype at its
  * index. RV_INPUT_ERROR for world 0, rank ≥ world, a null output pointer, or an s with
  * world × s < n. Added within C API 3: nothing else changed. */
 RV_C_API rv_status rv_reduce_scatter_shard(size_t n, uint32_t world, uint32_t rank,
@@ -107,16 +108,18 @@ RV_C_API rv_status rv_digest_values(const void* values, size_t count, int dtype,
  * (a cudaStream_t of that device; NULL for its default stream); the call returns once the
  * work is enqueued. The bits equal the host functions' on every input. The calling thread's
  * current device is restored before returning. */
-RV_C_API rv_status rv_cuda_fold_stacked(int device, const float* d_stacked, uint32_t world,
-                                        size_t slot_stride, size_t n, int op, float* d_out,
-                                        void* cuda_stream);
+RV_C_API rv_status rv_cuda_fixed_order_reduce_stacked(int device, const float* d_stacked,
+                                                      uint32_t world, size_t slot_stride, size_t n,
+                                                      int op, float* d_out, void* cuda_stream);
 
 /* The fixed-order fold of elements of `dtype` on a GPU: one kernel on `cuda_stream` reads the
  * 2-byte values, folds them widened to binary32 and narrows each result once (RV_DTYPE_F32:
- * rv_cuda_fold_stacked); no scratch memory, and the call returns once it is enqueued. */
-RV_C_API rv_status rv_cuda_fold_stacked_dtype(int device, const void* d_stacked, uint32_t world,
-                                              size_t slot_stride, size_t n, int op, int dtype,
-                                              void* d_out, void* cuda_stream);
+ * rv_cuda_fixed_order_reduce_stacked); no scratch memory, and the call returns once it is
+ * enqueued. */
+RV_C_API rv_status rv_cuda_fixed_order_reduce_stacked_dtype(int device, const void* d_stacked,
+                                                            uint32_t world, size_t slot_stride,
+                                                            size_t n, int op, int dtype,
+                                                            void* d_out, void* cuda_stream);
 
 /* The exact contract on a GPU: one kernel on `cuda_stream` finds each element's window, sums
  * every element's digits and rounds, with no host synchronisation and no scratch memory; the

@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "core/arena.h"
-#include "core/cuda/accumulator_kernel.h"
-#include "core/cuda/cuda_accumulator.h"
+#include "core/cuda/accumulator/accumulator_kernel.h"
+#include "core/cuda/accumulator/cuda_accumulator.h"
 #include "core/cuda/device_buffer.h"
 #include "core/cuda/device_info.h"
 

@@ -19,7 +19,7 @@
 #include "bench/cuda/read_probe.h"
 #include "core/cuda/device_buffer.h"
 #include "core/cuda/device_info.h"
-#include "core/cuda/digest_tree_kernel.h"
+#include "core/cuda/digest/digest_tree_kernel.h"
 #include "core/digest/digest_tree.h"
 
 namespace rv {

@@ -39,7 +39,7 @@
 #include "core/arena.h"
 #include "core/cuda/device_buffer.h"
 #include "core/cuda/device_info.h"
-#include "core/cuda/exact_kernel.h"
+#include "core/cuda/exact/exact_kernel.h"
 #include "core/exact/exact_law.h"
 #include "core/exact/exact_plan.h"
 #include "core/exact/host_exact.h"

@@ -31,7 +31,7 @@
 #include "core/arena.h"
 #include "core/cuda/device_buffer.h"
 #include "core/cuda/device_info.h"
-#include "core/cuda/fold_kernel.h"
+#include "core/cuda/fixed_order/fold_kernel.h"
 #include "core/transport/nccl/nccl_library.h"
 
 namespace rv {

@@ -33,9 +33,9 @@
 #include <vector>
 
 #include "core/arena.h"
-#include "core/cuda/cuda_exact_device.h"
-#include "core/cuda/cuda_fold_device.h"
 #include "core/cuda/device_info.h"
+#include "core/cuda/exact/cuda_exact_device.h"
+#include "core/cuda/fixed_order/cuda_fixed_order_device.h"
 #include "core/error.h"
 #include "core/reducer/exact_reducer.h"
 #include "core/reducer/fixed_order_reducer.h"
@@ -126,7 +126,7 @@ int run(int argc, char** argv) {
   const int devices = cuda_device_count();
   if (devices == 0) throw RuntimeFailure("bench_nccl: no CUDA device: " + cuda_info().status);
   const int device = static_cast<int>(launch.local_rank % static_cast<std::uint32_t>(devices));
-  CudaFoldDevice fold_device(device);
+  CudaFixedOrderDevice fixed_order_device(device);
   NcclConnectOptions connect;
   connect.job_dir = job.path();
   connect.job_nonce = job.nonce();
@@ -134,27 +134,28 @@ int run(int argc, char** argv) {
   connect.world = launch.world;
   connect.device = device;
   connect.timeout = options.timeout;
-  connect.stream = fold_device.stream();
+  connect.stream = fixed_order_device.stream();
   std::unique_ptr<Transport> nccl = connect_nccl(connect);
-  const FixedOrderOptions pipelined = FixedOrderOptions::for_device(fold_device);
-  FixedOrderReducer reducer(*nccl, fold_device, pipelined);
+  const FixedOrderOptions pipelined = FixedOrderOptions::for_device(fixed_order_device);
+  FixedOrderReducer reducer(*nccl, fixed_order_device, pipelined);
   FixedOrderOptions whole = pipelined;
   whole.piece_table_bytes = 0;
-  FixedOrderReducer one_piece(*nccl, fold_device, whole);
-  CudaExactDevice exact_device(fold_device);
+  FixedOrderReducer one_piece(*nccl, fixed_order_device, whole);
+  CudaExactDevice exact_device(fixed_order_device);
   ExactReducer exact(*nccl, exact_device);
 
   // Gradient-like values; the library's repeated in-place sums may overflow to inf, which
   // costs a GPU nothing extra. The fixed-order calls use the mean, which stays bounded.
   const std::size_t max_floats = options.max_bytes / sizeof(float);
   // Room for the reduce-scatter's padding (fewer than W floats) and for a shard apart.
-  float* arena = fold_device.allocate(max_floats + launch.world);
-  float* shard = fold_device.allocate(max_floats / launch.world + 1);
+  float* arena = fixed_order_device.allocate(max_floats + launch.world);
+  float* shard = fixed_order_device.allocate(max_floats / launch.world + 1);
   const std::size_t chunk = std::min<std::size_t>(max_floats, std::size_t{1} << 24);
   const std::vector<float> values =
       generate_arena(ArenaSpec{kLatestGenerator, Distribution::kNormal, 7}, launch.rank, chunk);
   for (std::size_t at = 0; at < max_floats; at += chunk) {
-    fold_device.upload(arena + at, values.data(), std::min(chunk, max_floats - at) * sizeof(float));
+    fixed_order_device.upload(arena + at, values.data(),
+                              std::min(chunk, max_floats - at) * sizeof(float));
   }
 
   const CudaInfo info = cuda_info();
@@ -162,7 +163,7 @@ int run(int argc, char** argv) {
   nlohmann::json results = nlohmann::json::array();
   if (launch.rank == 0) {
     std::printf("# %s, %u ranks, %s\n", nccl->library_version().c_str(), launch.world,
-                fold_device.name());
+                fixed_order_device.name());
     std::printf("%12s %11s | %11s %9s %9s | %11s %9s %9s | %6s | %6s %11s | %11s %11s %11s\n",
                 "bytes", "floats", "fixed us", "algbw", "busbw", "nccl us", "algbw", "busbw",
                 "ratio", "pieces", "1-piece us", "fixed rs us", "exact rs us", "nccl rs us");
@@ -221,8 +222,8 @@ int run(int argc, char** argv) {
                        {"fixed_rs_over_nccl_rs_time", fixed_rs / library_rs},
                        {"exact_rs_over_nccl_rs_time", exact_rs / library_rs}});
   }
-  fold_device.free(arena);
-  fold_device.free(shard);
+  fixed_order_device.free(arena);
+  fixed_order_device.free(shard);
   if (launch.rank == 0 && !options.json.empty()) {
     nlohmann::json report = {{"context",
                               {{"world", launch.world},

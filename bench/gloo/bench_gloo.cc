@@ -100,7 +100,8 @@ void BM_FixedOrderVsGlooRing(benchmark::State& state) {
   auto fixed_order = [n](Rank& rank) { rank.reducer->all_reduce(rank.work.data(), n, Op::kSum); };
   auto ring = [n](Rank& rank) { gloo_ring_allreduce(rank.ring_context, rank.work.data(), n); };
   auto library = [n](Rank& rank) {
-    library_sum_all_reduce(*rank.transport, host_fold_device(), rank.work.data(), n, Op::kSum);
+    library_sum_all_reduce(*rank.transport, host_fixed_order_device(), rank.work.data(), n,
+                           Op::kSum);
   };
   // Each timed run follows an untimed run of the same method (steady_run); the methods take
   // turns going first.

@@ -26,7 +26,7 @@ GlooRanks::GlooRanks(std::uint32_t world) : threads_(world) {
     options.world = world;
     options.timeout = std::chrono::milliseconds(60000);
     rank.transport = connect_gloo_with_store(store, options);
-    rank.reducer = std::make_unique<FixedOrderReducer>(*rank.transport, host_fold_device());
+    rank.reducer = std::make_unique<FixedOrderReducer>(*rank.transport, host_fixed_order_device());
     rank.exact = std::make_unique<ExactReducer>(*rank.transport, host_exact_device());
     ExactOptions digits = ExactOptions::for_device(host_exact_device());
     digits.dataflow = ExactDataflow::kDigits;

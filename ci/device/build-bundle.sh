@@ -21,7 +21,7 @@ jobs=${JOBS:-2}
 cmake -S "$root" -B "$tree" -G Ninja -DCMAKE_BUILD_TYPE=Release -DRV_WERROR=ON \
   -DRV_WITH_CUDA=ON -DCMAKE_CUDA_RUNTIME_LIBRARY=Static "$@" >/dev/null
 
-programs=(gpu_fold_kernel_test gpu_cuda_fold_device_test gpu_loopback_world_test
+programs=(gpu_fold_kernel_test gpu_cuda_fixed_order_device_test gpu_loopback_world_test
           gpu_exact_kernel_test gpu_exact_world_test gpu_accumulator_test
           gpu_nccl_transport_test cuda_host_test digest_tree_cuda_test gpu_half_stacked_kernel_test
           gpu_capi_dtype_test gpu_reduce_scatter_test bench_cuda bench_cuda_exact bench_cuda_half

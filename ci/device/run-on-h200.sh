@@ -97,7 +97,7 @@ run_tests() {  # run_tests KEY TEST...
   tail -n +"$first_line" "$log" | grep -hE "^(using|loaded) NCCL" | sort -u |
     sed "s/^/  [$key] /" | tee -a "$summary"
 }
-run_tests system gpu_fold_kernel_test gpu_cuda_fold_device_test gpu_loopback_world_test \
+run_tests system gpu_fold_kernel_test gpu_cuda_fixed_order_device_test gpu_loopback_world_test \
   gpu_exact_kernel_test gpu_exact_world_test gpu_accumulator_test gpu_nccl_transport_test \
   cuda_host_test gpu_half_stacked_kernel_test
 

@@ -35,7 +35,8 @@ note "bundle: $(head -1 "$bundle/BUILD")"
 if [[ ${PART:-tests} == tests ]]; then
   for test in gpu_half_stacked_kernel_test gpu_capi_dtype_test gpu_accumulator_test \
               gpu_exact_kernel_test gpu_exact_world_test gpu_loopback_world_test \
-              gpu_fold_kernel_test gpu_cuda_fold_device_test cuda_host_test digest_tree_cuda_test; do
+              gpu_fold_kernel_test gpu_cuda_fixed_order_device_test cuda_host_test \
+              digest_tree_cuda_test; do
     [[ -x $bundle/bin/$test ]] || { note "$test: not in the bundle"; continue; }
     limit=150
     [[ $test == gpu_half_stacked_kernel_test ]] && limit=240

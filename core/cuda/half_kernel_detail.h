@@ -1,7 +1,7 @@
-// What the half-precision stacked kernels (fold_half_kernel.cu, exact_stacked_half_kernel.cu)
-// share: the table as the kernels read it, the path choice, the unit loads at any phase, the
-// element widening and narrowing, and the argument checks. Device code: included only by those
-// .cu files. Private to core/cuda.
+// What the half-precision stacked kernels (fixed_order/fold_half_kernel.cu,
+// exact/exact_stacked_half_kernel.cu) share: the table as the kernels read it, the path choice, the
+// unit loads at any phase, the element widening and narrowing, and the argument checks. Device
+// code: included only by those .cu files. Private to core/cuda.
 //
 // Units. A thread works on units of 8 elements (16 bytes) of the output at the output's own
 // phase, so every store is one aligned 16-byte store and a warp's stores are one contiguous
@@ -10,7 +10,7 @@
 // 16-byte chunks, and the thread loads both and shifts the 8 wanted halves into place
 // (funnel shifts of 32-bit words). Every lane loading both chunks requests each chunk twice,
 // the second request usually an L1 or L2 hit, which the f32 fold found faster than warp
-// shuffles (core/cuda/fold_kernel.cu, default_fold_realign). A slot's phase is
+// shuffles (core/cuda/fixed_order/fold_kernel.cu, default_fold_realign). A slot's phase is
 // (phase0 + r × stride_phase) mod 8, the same for every lane of a warp, so the shift's
 // branches never diverge.
 //
@@ -18,9 +18,10 @@
 // are requested: the shift waits for the data, so the next slot's loads are issued one memory
 // latency later, which makes the realigned layouts the slowest. load_chunks + realign (the
 // "units" kernels) split the two: a thread requests every chunk of a batch of slots first and
-// shifts them afterwards, so all of them are in flight together, as fold_realign_kernel.cu
-// does for f32. The few elements outside the units (the edges) are folded one per thread on
-// the grid's last threads, their addends requested 8 at a time (edge_element).
+// shifts them afterwards, so all of them are in flight together, as
+// fixed_order/fold_realign_kernel.cu does for f32. The few elements outside the units (the edges)
+// are folded one per thread on the grid's last threads, their addends requested 8 at a time
+// (edge_element).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -489,7 +490,7 @@ __device__ __forceinline__ bool any_nan_lane(std::uint32_t magnitudes) {
 
 // One element the double rounded to the dtype to nearest-even, subnormals kept, overflow to
 // ±Inf: one conversion (cvt.rn.bf16.f64 on sm_90, cvt.rn.f16.f64) where there is one; else
-// rounded to odd in binary32 first (exact_stacked_half_kernel.cu's argument), then to the
+// rounded to odd in binary32 first (exact/exact_stacked_half_kernel.cu's argument), then to the
 // dtype. Not for NaN (the callers send NaN sums to the law).
 template <bool kF16>
 __device__ __forceinline__ std::uint16_t round_double(double y) {

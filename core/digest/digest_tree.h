@@ -1,7 +1,8 @@
 // The digest tree of docs/DESIGN.md §12: a tensor's bytes in zero-padded 4 KiB leaves, each
 // hashed with XXH3-128, and a root over the byte count and the leaves. The leaves are
-// independent, so a device hashes them where the tensor lives (core/cuda/digest_tree_kernel.h)
-// and only the 16-byte leaf digests cross to the host, where digest_tree_root finishes.
+// independent, so a device hashes them where the tensor lives
+// (core/cuda/digest/digest_tree_kernel.h) and only the 16-byte leaf digests cross to the host,
+// where digest_tree_root finishes.
 #pragma once
 
 #include <cstddef>

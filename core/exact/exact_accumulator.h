@@ -113,8 +113,8 @@ class ExactAccumulator {
   void export_digits(const AccumulatorPlan& plan, std::int64_t* words) const;
 
   // Per block, for a device that keeps its common blocks itself and hands the rest to a
-  // host accumulator (core/cuda/cuda_accumulator.h): a fresh block takes a one-digit state
-  // (bottom kNoBottom when nothing nonzero was added; digits of the block's elements), and
+  // host accumulator (core/cuda/accumulator/cuda_accumulator.h): a fresh block takes a one-digit
+  // state (bottom kNoBottom when nothing nonzero was added; digits of the block's elements), and
   // one block's agreement words or digit words are written alone (at words + plan.offset[b]).
   void import_block(std::size_t block, int bottom, int magnitude_bits, std::uint32_t covered,
                     const std::int64_t* digits);

@@ -1,6 +1,6 @@
 // The exact contract's element work on the CPU (docs/DESIGN.md §2): agreement words, digits
 // and rounding over host arrays, with the laws of exact_law.h. The CUDA kernels compute the
-// same laws on a GPU (core/cuda/exact_kernel.h, the exact_*_kernel.cu files).
+// same laws on a GPU (core/cuda/exact/exact_kernel.h, the exact_*_kernel.cu files).
 //
 // These are the fast paths: branch-free loops the compiler vectorises, each argued (in
 // host_exact.cc) and tested to give exactly the bits of the laws applied one element at a

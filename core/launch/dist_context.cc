@@ -16,12 +16,12 @@ namespace rv {
 // when the context moves.
 struct DistContext::Process {
   Process(const LaunchRank& launch_rank, JobDirectory job_directory,
-          std::unique_ptr<Transport> connected, FoldDevice& fold, ExactDevice* exact,
-          std::chrono::milliseconds timeout)
+          std::unique_ptr<Transport> connected, FixedOrderDevice& fixed_order_device,
+          ExactDevice* exact, std::chrono::milliseconds timeout)
       : launch(launch_rank),
         job(std::move(job_directory)),
         transport(std::move(connected)),
-        device(fold),
+        device(fixed_order_device),
         barrier(job.file("barrier"), launch.rank, launch.world, timeout),
         reducer(*transport, device) {
     if (exact != nullptr) exact_reducer = std::make_unique<ExactReducer>(*transport, *exact);
@@ -30,7 +30,7 @@ struct DistContext::Process {
   LaunchRank launch;
   JobDirectory job;
   std::unique_ptr<Transport> transport;
-  FoldDevice& device;
+  FixedOrderDevice& device;
   FileBarrier barrier;
   FixedOrderReducer reducer;
   std::unique_ptr<ExactReducer> exact_reducer;  // under the exact contract only
@@ -59,7 +59,7 @@ DistContext DistContext::single(std::uint32_t device, std::uint64_t seed) {
 }
 
 DistContext DistContext::process(const LaunchRank& launch, JobDirectory job,
-                                 std::unique_ptr<Transport> transport, FoldDevice& device,
+                                 std::unique_ptr<Transport> transport, FixedOrderDevice& device,
                                  Contract contract, std::chrono::milliseconds timeout,
                                  std::uint64_t seed, ExactDevice* exact_device) {
   if (transport == nullptr) throw InputError("DistContext::process: no transport");
@@ -74,7 +74,7 @@ DistContext DistContext::process(const LaunchRank& launch, JobDirectory job,
   agree_across_ranks(*transport, detail::concat("DistContext contract=", to_string(contract),
                                                 " seed=", seed, " world=", launch.world));
   if (contract == Contract::kExact && exact_device == nullptr) {
-    if (&device != &host_fold_device()) {
+    if (&device != &host_fixed_order_device()) {
       throw InputError("DistContext: the exact contract on " + std::string(device.name()) +
                        " needs its ExactDevice");
     }
@@ -121,7 +121,7 @@ void DistContext::all_reduce_grad_sum(float* arena, std::size_t n) {
 void DistContext::all_reduce_host_mean(float* values, std::size_t n) {
   if (process_ == nullptr) return;
   agree("host-mean", n);
-  FoldDevice& device = process_->device;
+  FixedOrderDevice& device = process_->device;
   const auto reduce = [&](float* arena) {
     if (contract_ == Contract::kFixedOrder) {
       process_->reducer.all_reduce(arena, n, Op::kMean);
@@ -131,7 +131,7 @@ void DistContext::all_reduce_host_mean(float* values, std::size_t n) {
       library_sum_all_reduce(*process_->transport, device, arena, n, Op::kMean);
     }
   };
-  if (&device == &host_fold_device()) {
+  if (&device == &host_fixed_order_device()) {
     reduce(values);
     return;
   }

@@ -3,7 +3,7 @@
 // - Single: world size 1, sharding is the identity, every collective returns at once, so
 //   code written for a world runs unchanged with distribution off;
 // - Process: one rank of a multi-process world, built from what the launch layer found (the
-//   rank, the job directory, a connected Transport, the fold device) and the contract in
+//   rank, the job directory, a connected Transport, the fixed-order device) and the contract in
 //   force; reductions run the fixed-order reducer, the exact reducer or the library's sum.
 // Built in rv_launch (reduce_verify::launch), which links the reducers.
 #pragma once
@@ -16,7 +16,7 @@
 
 #include "core/contract.h"
 #include "core/reducer/exact_device.h"
-#include "core/reducer/fold_device.h"
+#include "core/reducer/fixed_order_device.h"
 #include "core/rendezvous/job_directory.h"
 #include "core/rendezvous/launcher_env.h"
 #include "core/seed_law.h"
@@ -30,8 +30,8 @@ class DistContext {
   static DistContext single(std::uint32_t device, std::uint64_t seed);
 
   // One rank of a live world. `transport` must be connected for launch.rank of launch.world,
-  // and `job` opened for the same; `device` (the fold device: host_fold_device() for gloo)
-  // must outlive the context. The device ordinal is the launcher's local rank. `timeout` is
+  // and `job` opened for the same; `device` (the fixed-order device: host_fixed_order_device() for
+  // gloo) must outlive the context. The device ordinal is the launcher's local rank. `timeout` is
   // the barrier's deadline (the transport has its own, set when it connected). All ranks
   // first agree on the contract and the seed (an InputError on every rank naming who has
   // what): a world that mixes contracts or seeds would compute something, just not the
@@ -39,7 +39,7 @@ class DistContext {
   // `device`); null means host_exact_device() when `device` is the host, and is an
   // InputError for a GPU device under the exact contract.
   static DistContext process(const LaunchRank& launch, JobDirectory job,
-                             std::unique_ptr<Transport> transport, FoldDevice& device,
+                             std::unique_ptr<Transport> transport, FixedOrderDevice& device,
                              Contract contract, std::chrono::milliseconds timeout,
                              std::uint64_t seed = 0, ExactDevice* exact_device = nullptr);
 
@@ -82,14 +82,14 @@ class DistContext {
   // directory, one generation per call). DeadlineExceeded names the missing ranks.
   void barrier();
 
-  // In-place sum of the flat f32 gradient arena (n values in the fold device's memory)
+  // In-place sum of the flat f32 gradient arena (n values in the fixed-order device's memory)
   // across ranks: the fixed-order reducer, the exact reducer (the correctly rounded sum), or
   // the library's sum under library-sum. The mean scale and the optimizer stay with the
   // trainer (sum, then × 1/W: never pre-scale).
   void all_reduce_grad_sum(float* arena, std::size_t n);
 
   // In-place mean of n host f32 values across ranks (sum, then × (1.0f / W), the NaN rule),
-  // by the contract in force; staged through the fold device when that is not the host.
+  // by the contract in force; staged through the fixed-order device when that is not the host.
   void all_reduce_host_mean(float* values, std::size_t n);
 
   // Logical OR across ranks (an integer maximum: exact and order-independent, so it is

@@ -10,8 +10,8 @@
 
 namespace rv {
 
-std::vector<float> reference_fold(const std::vector<std::vector<float>>& arenas, Op op,
-                                  DType dtype) {
+std::vector<float> reference_fixed_order(const std::vector<std::vector<float>>& arenas, Op op,
+                                         DType dtype) {
   RV_ENFORCE_GE(InputError, arenas.size(), std::size_t{1}, "the reference fold needs a rank");
   const std::size_t n = arenas[0].size();
   std::vector<const float*> addends;
@@ -79,7 +79,7 @@ std::vector<float> expected_reduction(const std::vector<std::vector<float>>& are
                                       Contract contract, Op op, DType dtype) {
   switch (contract) {
     case Contract::kFixedOrder:
-      return reference_fold(arenas, op, dtype);
+      return reference_fixed_order(arenas, op, dtype);
     case Contract::kExact:
       return reference_exact(arenas, op, dtype);
     case Contract::kLibrarySum:

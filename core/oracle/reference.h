@@ -14,8 +14,8 @@ namespace rv {
 // Fixed-order: one ascending fold over whole arenas, no sharding.
 // bf16/f16 (docs/DESIGN.md §2.5): the addends are the dtype's values widened, the fold is
 // binary32's, and the result is rounded to the dtype once at the end.
-std::vector<float> reference_fold(const std::vector<std::vector<float>>& arenas, Op op,
-                                  DType dtype = DType::kF32);
+std::vector<float> reference_fixed_order(const std::vector<std::vector<float>>& arenas, Op op,
+                                         DType dtype = DType::kF32);
 
 // Exact: per element, the W addends' integers k added at their own bit positions into one
 // wide accumulator (no windows, no limbs), the specials counted, rounded once to `dtype`.

@@ -1,6 +1,6 @@
 // Where the exact reducer's element work runs: the host (core/exact/host_exact.h) or one GPU
-// (core/cuda/exact_kernel.h, the exact_*_kernel.cu files). The exact reducer is written once
-// against this interface and a Transport, as the fixed-order reducer is against FoldDevice.
+// (core/cuda/exact/exact_kernel.h, the exact_*_kernel.cu files). The exact reducer is written once
+// against this interface and a Transport, as the fixed-order reducer is against FixedOrderDevice.
 #pragma once
 
 #include <cstddef>

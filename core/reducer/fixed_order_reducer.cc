@@ -10,9 +10,9 @@
 #include "core/shard_plan.h"
 
 namespace rv {
-FixedOrderOptions FixedOrderOptions::for_device(const FoldDevice& device) {
+FixedOrderOptions FixedOrderOptions::for_device(const FixedOrderDevice& device) {
   FixedOrderOptions options;
-  if (device.kind() == FoldDeviceKind::kHost) {
+  if (device.kind() == FixedOrderDeviceKind::kHost) {
     options.piece_table_bytes = std::size_t{16} << 20;
     options.own_slot_in_place = true;
   } else {
@@ -21,10 +21,10 @@ FixedOrderOptions FixedOrderOptions::for_device(const FoldDevice& device) {
   return options;
 }
 
-FixedOrderReducer::FixedOrderReducer(Transport& transport, FoldDevice& device)
+FixedOrderReducer::FixedOrderReducer(Transport& transport, FixedOrderDevice& device)
     : FixedOrderReducer(transport, device, FixedOrderOptions::for_device(device)) {}
 
-FixedOrderReducer::FixedOrderReducer(Transport& transport, FoldDevice& device,
+FixedOrderReducer::FixedOrderReducer(Transport& transport, FixedOrderDevice& device,
                                      const FixedOrderOptions& options)
     : transport_(transport),
       device_(device),

@@ -1,7 +1,7 @@
 // The fixed-order reducer (docs/DESIGN.md §5): the sharded owner dataflow of EmulatedWorld over a
 // live Transport. Every rank sends its copy of shard p to owner p; the owner receives the
 // copies into a rank-indexed stacked buffer (slot r = the copy from rank r, whatever order
-// they arrive in), folds them ascending with FoldDevice::fold_stacked (the reference's fold
+// they arrive in), folds them ascending with FixedOrderDevice::fold_stacked (the reference's fold
 // code), writes its reduced shard into its arena, and then every owner's reduced shard is
 // sent to every other rank. Shards move in pieces, pipelined: the copies of piece k + 1 arrive
 // (Transport::start_exchange) while piece k is folded, and the reduced piece k leaves while
@@ -16,7 +16,7 @@
 
 #include "core/contract.h"
 #include "core/dtype.h"
-#include "core/reducer/fold_device.h"
+#include "core/reducer/fixed_order_device.h"
 #include "core/reducer/growing_scratch.h"
 #include "core/shard_plan.h"
 #include "core/transport/transport.h"
@@ -30,7 +30,7 @@ struct FixedOrderOptions {
   // elementwise, so the pieces change no bit.
   std::size_t piece_table_bytes = 0;
 
-  // The owner folds its own copy where it is, in its arena (FoldDevice::fold_slots, the
+  // The owner folds its own copy where it is, in its arena (FixedOrderDevice::fold_slots, the
   // output aliasing that slot), instead of first copying it into its table: one pass over
   // a W-th of the arena saved (a sixth of the owner's memory traffic at W = 2). The host
   // fold does; a stacked-only device (the GPU kernel) does not.
@@ -45,15 +45,16 @@ struct FixedOrderOptions {
   // the whole arena; 64 MiB keeps every message large (64 MiB / W per peer: 8 MiB at W = 8,
   // where NCCL's point-to-point bandwidth has levelled off) and the pieces few (16 for a
   // 1 GiB arena), since each costs one more grouped launch and wait.
-  static FixedOrderOptions for_device(const FoldDevice& device);
+  static FixedOrderOptions for_device(const FixedOrderDevice& device);
 };
 
 class FixedOrderReducer {
  public:
   // The stacked scratch is allocated on `device` at the first call and reused (grown when a
   // later call needs more). Both references must outlive the reducer.
-  FixedOrderReducer(Transport& transport, FoldDevice& device);
-  FixedOrderReducer(Transport& transport, FoldDevice& device, const FixedOrderOptions& options);
+  FixedOrderReducer(Transport& transport, FixedOrderDevice& device);
+  FixedOrderReducer(Transport& transport, FixedOrderDevice& device,
+                    const FixedOrderOptions& options);
   ~FixedOrderReducer();
   FixedOrderReducer(const FixedOrderReducer&) = delete;
   FixedOrderReducer& operator=(const FixedOrderReducer&) = delete;
@@ -89,7 +90,7 @@ class FixedOrderReducer {
                       const std::function<void(std::size_t, std::size_t)>& done);
 
   Transport& transport_;
-  FoldDevice& device_;
+  FixedOrderDevice& device_;
   FixedOrderOptions options_;
   GrowingScratch<float> stacked_;  // the owners' stacked tables, kept across calls
 };

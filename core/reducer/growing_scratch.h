@@ -1,6 +1,6 @@
 // Scratch memory a reducer keeps across calls on its device, grown when a call needs more: the
 // fixed-order reducer's stacked tables, the exact reducer's words and owner tables, the run's
-// arena buffer. Each device allocates and frees its own way (FoldDevice, ExactDevice), so the
+// arena buffer. Each device allocates and frees its own way (FixedOrderDevice, ExactDevice), so the
 // two are given as functions. Growing frees the old block first (the device waits for work
 // still using it) and leaves the scratch empty if the new allocation throws.
 #pragma once

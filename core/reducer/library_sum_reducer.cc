@@ -11,7 +11,7 @@ namespace {
 // The device's scratch of n floats (or 2n 2-byte elements), freed on every path out.
 class DeviceScratch {
  public:
-  DeviceScratch(FoldDevice& device, std::size_t floats)
+  DeviceScratch(FixedOrderDevice& device, std::size_t floats)
       : device_(device), floats_(device.allocate(floats)) {}
   ~DeviceScratch() { device_.free(floats_); }
   DeviceScratch(const DeviceScratch&) = delete;
@@ -20,7 +20,7 @@ class DeviceScratch {
   void* bytes() const { return floats_; }
 
  private:
-  FoldDevice& device_;
+  FixedOrderDevice& device_;
   float* floats_;
 };
 
@@ -29,8 +29,8 @@ std::size_t floats_for_halves(std::size_t n) { return (n + 1) / 2; }
 
 }  // namespace
 
-void library_sum_all_reduce(Transport& transport, FoldDevice& device, float* arena, std::size_t n,
-                            Op op, DType dtype) {
+void library_sum_all_reduce(Transport& transport, FixedOrderDevice& device, float* arena,
+                            std::size_t n, Op op, DType dtype) {
   device.synchronize();
   if (dtype == DType::kF32) {
     transport.library_sum(arena, n);
@@ -50,7 +50,7 @@ void library_sum_all_reduce(Transport& transport, FoldDevice& device, float* are
   device.synchronize();
 }
 
-void library_sum_reduce_scatter(Transport& transport, FoldDevice& device, const float* arena,
+void library_sum_reduce_scatter(Transport& transport, FixedOrderDevice& device, const float* arena,
                                 std::size_t n, float* out, std::size_t out_count, Op op,
                                 DType dtype) {
   // Every rank asks the same question of the same binary: all refuse alike, before any byte.

@@ -7,7 +7,7 @@
 
 #include "core/contract.h"
 #include "core/dtype.h"
-#include "core/reducer/fold_device.h"
+#include "core/reducer/fixed_order_device.h"
 #include "core/transport/transport.h"
 
 namespace rv {
@@ -15,8 +15,8 @@ namespace rv {
 // In place over the n floats of `arena` (in the device's memory); collective. bf16/f16
 // (docs/DESIGN.md §2.5): the arena holds the dtype's values widened; the library sums their
 // 2-byte form (Transport::library_sum_half, InputError where it has none).
-void library_sum_all_reduce(Transport& transport, FoldDevice& device, float* arena, std::size_t n,
-                            Op op, DType dtype = DType::kF32);
+void library_sum_all_reduce(Transport& transport, FixedOrderDevice& device, float* arena,
+                            std::size_t n, Op op, DType dtype = DType::kF32);
 
 // The library's own reduce-scatter (Transport::library_reduce_scatter: ncclReduceScatter;
 // Gloo's ring allreduce, as torch's ProcessGroupGloo runs it) over FSDP's padded plan
@@ -24,7 +24,7 @@ void library_sum_all_reduce(Transport& transport, FoldDevice& device, float* are
 // shard, the mean scale and the NaN rule applied as in library_sum_all_reduce. The ranks
 // agree first (agree_on_reduce_scatter), and a transport with no such collective for `dtype`
 // refuses with InputError on every rank before anything moves. `arena` is read only.
-void library_sum_reduce_scatter(Transport& transport, FoldDevice& device, const float* arena,
+void library_sum_reduce_scatter(Transport& transport, FixedOrderDevice& device, const float* arena,
                                 std::size_t n, float* out, std::size_t out_count, Op op,
                                 DType dtype = DType::kF32);
 

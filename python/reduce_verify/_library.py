@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from .errors import InputError, InternalError, LibraryNotFound, RuntimeFailure, Unsupported
 
-API_VERSION = 3  # RV_C_API_VERSION this package speaks
+API_VERSION = 4  # RV_C_API_VERSION this package speaks
 LIBRARY_NAME = "libreduce_verify_c.so"
 OP_SUM, OP_MEAN = 0, 1
 DTYPE_F32, DTYPE_BF16, DTYPE_F16 = 0, 1, 2  # rv_dtype
@@ -29,21 +29,23 @@ SIGNATURES: Dict[str, Tuple[Any, List[Any]]] = {
     "rv_built_with_cuda": (_c.c_int, []),
     "rv_library_info": (_c.c_char_p, []),
     # Reductions of W stacked slots and digests (tensors.py).
-    "rv_fold_stacked": (_c.c_int, [_p, _c.c_uint32, _c.c_size_t, _c.c_size_t, _c.c_int, _p]),
+    "rv_fixed_order_reduce_stacked": (_c.c_int, [_p, _c.c_uint32, _c.c_size_t, _c.c_size_t,
+                                                 _c.c_int, _p]),
     "rv_exact_reduce_stacked": (_c.c_int, [_p, _c.c_uint32, _c.c_size_t, _c.c_size_t,
                                            _c.c_int, _p]),
     "rv_digest_floats": (_c.c_int, [_p, _c.c_size_t, _c.c_char_p]),
     "rv_digest_values": (_c.c_int, [_p, _c.c_size_t, _c.c_int, _c.c_char_p]),
-    "rv_fold_stacked_dtype": (_c.c_int, [_p, _c.c_uint32, _c.c_size_t, _c.c_size_t, _c.c_int,
-                                         _c.c_int, _p]),
+    "rv_fixed_order_reduce_stacked_dtype": (_c.c_int, [_p, _c.c_uint32, _c.c_size_t, _c.c_size_t,
+                                                       _c.c_int, _c.c_int, _p]),
     "rv_exact_reduce_stacked_dtype": (_c.c_int, [_p, _c.c_uint32, _c.c_size_t, _c.c_size_t,
                                                  _c.c_int, _c.c_int, _p]),
-    "rv_cuda_fold_stacked_dtype": (_c.c_int, [_c.c_int, _p, _c.c_uint32, _c.c_size_t,
-                                              _c.c_size_t, _c.c_int, _c.c_int, _p, _p]),
+    "rv_cuda_fixed_order_reduce_stacked_dtype": (_c.c_int, [_c.c_int, _p, _c.c_uint32,
+                                                            _c.c_size_t, _c.c_size_t, _c.c_int,
+                                                            _c.c_int, _p, _p]),
     "rv_cuda_exact_reduce_stacked_dtype": (_c.c_int, [_c.c_int, _p, _c.c_uint32, _c.c_size_t,
                                                       _c.c_size_t, _c.c_int, _c.c_int, _p, _p]),
-    "rv_cuda_fold_stacked": (_c.c_int, [_c.c_int, _p, _c.c_uint32, _c.c_size_t, _c.c_size_t,
-                                        _c.c_int, _p, _p]),
+    "rv_cuda_fixed_order_reduce_stacked": (_c.c_int, [_c.c_int, _p, _c.c_uint32, _c.c_size_t,
+                                                      _c.c_size_t, _c.c_int, _p, _p]),
     "rv_cuda_exact_reduce_stacked": (_c.c_int, [_c.c_int, _p, _c.c_uint32, _c.c_size_t,
                                                 _c.c_size_t, _c.c_int, _p, _p]),
     # The exact gradient accumulator (accumulate.py): a handle, then its arguments.

@@ -174,10 +174,11 @@ def reduce_stacked_into(stacked: torch.Tensor, world: int, slot_stride: int, n: 
     lib = _library.library()
     # float32 keeps the binary32 entry points (the *_dtype ones are the same for it).
     if stacked.device.type == "cpu" and dtype == _library.DTYPE_F32:
-        function = lib.rv_fold_stacked if contract == "fixed-order" else lib.rv_exact_reduce_stacked
+        function = (lib.rv_fixed_order_reduce_stacked if contract == "fixed-order"
+                    else lib.rv_exact_reduce_stacked)
         _library.check(function(stacked.data_ptr(), world, slot_stride, n, code, out.data_ptr()))
     elif stacked.device.type == "cpu":
-        function = (lib.rv_fold_stacked_dtype if contract == "fixed-order"
+        function = (lib.rv_fixed_order_reduce_stacked_dtype if contract == "fixed-order"
                     else lib.rv_exact_reduce_stacked_dtype)
         _library.check(function(stacked.data_ptr(), world, slot_stride, n, code, dtype,
                                 out.data_ptr()))
@@ -188,12 +189,12 @@ def reduce_stacked_into(stacked: torch.Tensor, world: int, slot_stride: int, n: 
         device = stacked.device.index if stacked.device.index is not None else \
             torch.cuda.current_device()
         if dtype == _library.DTYPE_F32:
-            function = (lib.rv_cuda_fold_stacked if contract == "fixed-order"
+            function = (lib.rv_cuda_fixed_order_reduce_stacked if contract == "fixed-order"
                         else lib.rv_cuda_exact_reduce_stacked)
             _library.check(function(device, stacked.data_ptr(), world, slot_stride, n, code,
                                     out.data_ptr(), _cuda_stream_of(device)))
         else:
-            function = (lib.rv_cuda_fold_stacked_dtype if contract == "fixed-order"
+            function = (lib.rv_cuda_fixed_order_reduce_stacked_dtype if contract == "fixed-order"
                         else lib.rv_cuda_exact_reduce_stacked_dtype)
             _library.check(function(device, stacked.data_ptr(), world, slot_stride, n, code,
                                     dtype, out.data_ptr(), _cuda_stream_of(device)))

@@ -1,7 +1,7 @@
 // The digest tree's leaves on the GPU equal the host reference's, bit for bit: sizes around
 // a leaf, 4-byte offsets from a device allocation's alignment, and the vectors of
 // docs/DESIGN.md §12.
-#include "core/cuda/digest_tree_kernel.h"
+#include "core/cuda/digest/digest_tree_kernel.h"
 
 #include <cstring>
 #include <random>

@@ -61,15 +61,16 @@ TEST_P(CapiCudaDTypeTest, StackedReductionsEqualTheHosts) {
   const DeviceBuffer d_stacked = uploaded(stacked);
   for (const int op : {RV_OP_SUM, RV_OP_MEAN}) {
     Halves fold(n), exact(n);
-    ASSERT_EQ(rv_fold_stacked_dtype(stacked.data(), world, stride, n, op, dtype, fold.data()),
+    ASSERT_EQ(rv_fixed_order_reduce_stacked_dtype(stacked.data(), world, stride, n, op, dtype,
+                                                  fold.data()),
               RV_OK);
     ASSERT_EQ(
         rv_exact_reduce_stacked_dtype(stacked.data(), world, stride, n, op, dtype, exact.data()),
         RV_OK);
     DeviceBuffer d_out(0, n * 2);
     d_out.fill_bytes(0xEE);
-    ASSERT_EQ(rv_cuda_fold_stacked_dtype(0, d_stacked.data(), world, stride, n, op, dtype,
-                                         d_out.data(), nullptr),
+    ASSERT_EQ(rv_cuda_fixed_order_reduce_stacked_dtype(0, d_stacked.data(), world, stride, n, op,
+                                                       dtype, d_out.data(), nullptr),
               RV_OK)
         << rv_last_error();
     EXPECT_EQ(downloaded(d_out, n), fold);

@@ -85,8 +85,9 @@ TEST_P(CapiDTypeTest, StackedReductionsEqualTheReferences) {
     const struct {
       Reduce reduce;
       std::vector<float> expected;
-    } cases[] = {{rv_fold_stacked_dtype, reference_fold(t.arenas, core_op, dtype)},
-                 {rv_exact_reduce_stacked_dtype, reference_exact(t.arenas, core_op, dtype)}};
+    } cases[] = {
+        {rv_fixed_order_reduce_stacked_dtype, reference_fixed_order(t.arenas, core_op, dtype)},
+        {rv_exact_reduce_stacked_dtype, reference_exact(t.arenas, core_op, dtype)}};
     for (const auto& c : cases) {
       Halves out(t.n, 0xBEEFu);
       ASSERT_EQ(c.reduce(t.stacked.data(), t.world, t.stride, t.n, op, c_dtype(dtype), out.data()),
@@ -176,7 +177,9 @@ TEST(CapiDType, ExactRoundsOnceToTheDTypeNotThroughBinary32) {
       rv_exact_reduce_stacked_dtype(stacked.data(), 3, 1, 1, RV_OP_SUM, RV_DTYPE_BF16, &exact),
       RV_OK)
       << rv_last_error();
-  ASSERT_EQ(rv_fold_stacked_dtype(stacked.data(), 3, 1, 1, RV_OP_SUM, RV_DTYPE_BF16, &fixed), RV_OK)
+  ASSERT_EQ(rv_fixed_order_reduce_stacked_dtype(stacked.data(), 3, 1, 1, RV_OP_SUM, RV_DTYPE_BF16,
+                                                &fixed),
+            RV_OK)
       << rv_last_error();
   EXPECT_EQ(exact, 0x3F81u);  // 1 + 2^-7
   EXPECT_EQ(fixed, 0x3F80u);  // 1
@@ -185,10 +188,12 @@ TEST(CapiDType, ExactRoundsOnceToTheDTypeNotThroughBinary32) {
 TEST(CapiDType, F32IsTheBinary32EntryPoints) {
   const std::vector<float> stacked = {1.0f, 0.5f, 1e20f, 0.25f, -1e20f, 0.25f};
   float fixed[2], exact[2], fixed32[2], exact32[2];
-  ASSERT_EQ(rv_fold_stacked_dtype(stacked.data(), 3, 2, 2, RV_OP_SUM, RV_DTYPE_F32, fixed), RV_OK);
+  ASSERT_EQ(
+      rv_fixed_order_reduce_stacked_dtype(stacked.data(), 3, 2, 2, RV_OP_SUM, RV_DTYPE_F32, fixed),
+      RV_OK);
   ASSERT_EQ(rv_exact_reduce_stacked_dtype(stacked.data(), 3, 2, 2, RV_OP_SUM, RV_DTYPE_F32, exact),
             RV_OK);
-  ASSERT_EQ(rv_fold_stacked(stacked.data(), 3, 2, 2, RV_OP_SUM, fixed32), RV_OK);
+  ASSERT_EQ(rv_fixed_order_reduce_stacked(stacked.data(), 3, 2, 2, RV_OP_SUM, fixed32), RV_OK);
   ASSERT_EQ(rv_exact_reduce_stacked(stacked.data(), 3, 2, 2, RV_OP_SUM, exact32), RV_OK);
   EXPECT_EQ(std::memcmp(fixed, fixed32, sizeof fixed), 0);
   EXPECT_EQ(std::memcmp(exact, exact32, sizeof exact), 0);
@@ -211,7 +216,8 @@ TEST(CapiDType, AnotherDTypeValueIsRefusedByName) {
     const char* function;
     rv_status status;
   } calls[] = {
-      {"rv_fold_stacked_dtype", rv_fold_stacked_dtype(in, 2, 1, 1, RV_OP_SUM, 3, &out)},
+      {"rv_fixed_order_reduce_stacked_dtype",
+       rv_fixed_order_reduce_stacked_dtype(in, 2, 1, 1, RV_OP_SUM, 3, &out)},
       {"rv_exact_reduce_stacked_dtype",
        rv_exact_reduce_stacked_dtype(in, 2, 1, 1, RV_OP_SUM, 3, &out)},
       {"rv_digest_values", rv_digest_values(in, 2, 3, hex)},
@@ -223,9 +229,10 @@ TEST(CapiDType, AnotherDTypeValueIsRefusedByName) {
     EXPECT_EQ(c.status, RV_INPUT_ERROR) << c.function;
   }
   // Each message names the value (the last call's is current; one more to read each).
-  ASSERT_EQ(rv_fold_stacked_dtype(in, 2, 1, 1, RV_OP_SUM, -1, &out), RV_INPUT_ERROR);
+  ASSERT_EQ(rv_fixed_order_reduce_stacked_dtype(in, 2, 1, 1, RV_OP_SUM, -1, &out), RV_INPUT_ERROR);
   EXPECT_NE(std::string(rv_last_error()).find("dtype -1"), std::string::npos) << rv_last_error();
-  EXPECT_NE(std::string(rv_last_error()).find("rv_fold_stacked_dtype"), std::string::npos);
+  EXPECT_NE(std::string(rv_last_error()).find("rv_fixed_order_reduce_stacked_dtype"),
+            std::string::npos);
   EXPECT_EQ(out, 0xBEEFu);  // nothing written
   EXPECT_EQ(rv_accumulator_destroy(acc), RV_OK);
 }
@@ -234,14 +241,14 @@ TEST(CapiDType, HalfSlotsAreCheckedInTheirOwnBytes) {
   // Slots of 4 two-byte elements, 4 apart: an output 2 elements past slot 0 overlaps it (in
   // bytes of a float table it would not be checked the same way).
   Halves stacked(8, 0x3F80u);
-  EXPECT_EQ(
-      rv_fold_stacked_dtype(stacked.data(), 2, 4, 4, RV_OP_SUM, RV_DTYPE_BF16, stacked.data() + 2),
-      RV_INPUT_ERROR);
+  EXPECT_EQ(rv_fixed_order_reduce_stacked_dtype(stacked.data(), 2, 4, 4, RV_OP_SUM, RV_DTYPE_BF16,
+                                                stacked.data() + 2),
+            RV_INPUT_ERROR);
   EXPECT_NE(std::string(rv_last_error()).find("overlaps slot 0"), std::string::npos)
       << rv_last_error();
-  EXPECT_EQ(
-      rv_fold_stacked_dtype(stacked.data(), 2, 3, 4, RV_OP_SUM, RV_DTYPE_F16, stacked.data() + 8),
-      RV_INPUT_ERROR);  // slot_stride < n
+  EXPECT_EQ(rv_fixed_order_reduce_stacked_dtype(stacked.data(), 2, 3, 4, RV_OP_SUM, RV_DTYPE_F16,
+                                                stacked.data() + 8),
+            RV_INPUT_ERROR);  // slot_stride < n
 }
 
 TEST(CapiDType, FinishAloneIsAWorldOfOnesThreeRounds) {
@@ -268,7 +275,7 @@ TEST(CapiDType, FinishAloneIsAWorldOfOnesThreeRounds) {
   EXPECT_EQ(rv_accumulator_destroy(acc), RV_OK);
 }
 
-TEST(CapiDType, TheVersionIsThree) { EXPECT_EQ(rv_api_version(), 3); }
+TEST(CapiDType, TheVersionIsFour) { EXPECT_EQ(rv_api_version(), 4); }
 
 }  // namespace
 }  // namespace rv

@@ -1,8 +1,8 @@
 // The C ABI's reduce-scatter (docs/DESIGN.md §2.6) as a caller with its own all-to-all uses
 // it: rv_reduce_scatter_shard gives each rank its shard of FSDP's padded layout, the test
 // moves every rank's slice into the owner's stacked table (as torch.distributed would), and
-// rv_fold_stacked_dtype / rv_exact_reduce_stacked_dtype reduce it. Every shard must hold the
-// bits of the core's straight all-reduce references at its indices, and the shards in rank
+// rv_fixed_order_reduce_stacked_dtype / rv_exact_reduce_stacked_dtype reduce it. Every shard must
+// hold the bits of the core's straight all-reduce references at its indices, and the shards in rank
 // order the whole, for W = 1 … 8, n = 0, 1, W − 1, W + 1, 1000, 4099, FSDP's and a larger
 // shard size, f32, bf16 and f16, every distribution, both contracts and ops. And the layout's
 // refusals.
@@ -67,8 +67,8 @@ TEST(CapiReduceScatter, EveryShardReducedFromItsTableIsTheAllReducesSlice) {
           for (const bool exact : {false, true}) {
             for (const Op op : {Op::kSum, Op::kMean}) {
               const int c_op = op == Op::kSum ? RV_OP_SUM : RV_OP_MEAN;
-              const std::vector<float> whole =
-                  exact ? reference_exact(arenas, op, dtype) : reference_fold(arenas, op, dtype);
+              const std::vector<float> whole = exact ? reference_exact(arenas, op, dtype)
+                                                     : reference_fixed_order(arenas, op, dtype);
               const auto whole_bytes = as_bytes(dtype, whole.data(), n);
               for (const std::size_t size : {std::size_t{0}, fsdp + 3}) {
                 std::vector<unsigned char> joined;
@@ -85,10 +85,11 @@ TEST(CapiReduceScatter, EveryShardReducedFromItsTableIsTheAllReducesSlice) {
                   }
                   std::vector<unsigned char> shard(l.count * e);
                   const rv_status status =
-                      exact ? rv_exact_reduce_stacked_dtype(table.data(), w, l.count, l.count, c_op,
-                                                            c_dtype(dtype), shard.data())
-                            : rv_fold_stacked_dtype(table.data(), w, l.count, l.count, c_op,
-                                                    c_dtype(dtype), shard.data());
+                      exact
+                          ? rv_exact_reduce_stacked_dtype(table.data(), w, l.count, l.count, c_op,
+                                                          c_dtype(dtype), shard.data())
+                          : rv_fixed_order_reduce_stacked_dtype(table.data(), w, l.count, l.count,
+                                                                c_op, c_dtype(dtype), shard.data());
                   ASSERT_EQ(status, RV_OK) << rv_last_error();
                   ASSERT_EQ(std::memcmp(shard.data(), &whole_bytes[l.begin * e], shard.size()), 0)
                       << (exact ? "exact " : "fixed-order ") << to_string(op) << " "

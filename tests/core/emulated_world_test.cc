@@ -58,7 +58,7 @@ std::string describe(std::uint32_t w, std::size_t n, Op op, const DeliveryOrders
 ::testing::AssertionResult emulated_equals_reference(const Arenas& inputs, Op op,
                                                      const DeliveryOrders& orders) {
   const auto w = static_cast<std::uint32_t>(inputs.size());
-  const std::vector<float> reference = reference_fold(inputs, op);
+  const std::vector<float> reference = reference_fixed_order(inputs, op);
   Arenas arenas = inputs;
   EmulatedWorld(w).all_reduce(arenas, op, orders);
   for (std::uint32_t r = 0; r < w; ++r) {
@@ -170,7 +170,7 @@ TEST(EmulatedWorld, AscendingDefaultEqualsReference) {
 TEST(EmulatedWorld, DataIsSensitiveToArrivalOrder) {
   for (std::uint32_t w = 3; w <= 5; ++w) {
     const Arenas inputs = make_arenas(w, 1000, Distribution::kCancel, 3);
-    const std::vector<float> reference = reference_fold(inputs, Op::kSum);
+    const std::vector<float> reference = reference_fixed_order(inputs, Op::kSum);
     bool some_order_differs = false;
     for (const auto& permutation : all_permutations(w)) {
       for (std::size_t i = 0; i < reference.size() && !some_order_differs; ++i) {
@@ -234,8 +234,8 @@ TEST(EmulatedWorld, BadArenasAreInputErrors) {
   EXPECT_THROW(EmulatedWorld(4).all_reduce(three, Op::kSum), InputError);
   three[2].pop_back();
   EXPECT_THROW(EmulatedWorld(3).all_reduce(three, Op::kSum), InputError);
-  EXPECT_THROW(reference_fold(three, Op::kSum), InputError);
-  EXPECT_THROW(reference_fold({}, Op::kSum), InputError);
+  EXPECT_THROW(reference_fixed_order(three, Op::kSum), InputError);
+  EXPECT_THROW(reference_fixed_order({}, Op::kSum), InputError);
 }
 
 // The one expectation for raw inputs (`run --inputs`, `digest --inputs`) is the straight
@@ -254,7 +254,7 @@ TEST(Oracle, ExpectedReductionIsTheContractsStraightReference) {
           EmulatedWorld(w).all_reduce(emulated, op, shuffled_delivery_orders(w, 3, n));
           EmulatedWorld(w).all_reduce_exact(emulated_exact, op);
           const std::string what = describe(w, n, op, {}) + " " + std::string(to_string(dist));
-          EXPECT_EQ(bits_of(fixed), bits_of(reference_fold(inputs, op))) << what;
+          EXPECT_EQ(bits_of(fixed), bits_of(reference_fixed_order(inputs, op))) << what;
           EXPECT_EQ(bits_of(fixed), bits_of(emulated[0])) << what;
           EXPECT_EQ(bits_of(exact), bits_of(reference_exact(inputs, op))) << what;
           EXPECT_EQ(bits_of(exact), bits_of(emulated_exact[w - 1])) << what;
@@ -282,7 +282,7 @@ TEST(CaseReduction, StreamingEqualsReferenceFold) {
       id.count = n;
       id.dist = dist;
       id.seed = 8;
-      const std::vector<float> reference = reference_fold(generate_case_arenas(id), id.op);
+      const std::vector<float> reference = reference_fixed_order(generate_case_arenas(id), id.op);
       std::vector<float> streamed;
       stream_reference_reduction(id, [&](const float* values, std::size_t count) {
         streamed.insert(streamed.end(), values, values + count);

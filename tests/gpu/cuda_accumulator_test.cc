@@ -1,9 +1,9 @@
-// CudaAccumulator (core/cuda/cuda_accumulator.h) against the straight exact reference: M
-// addend arrays split over W ranks, some on the GPU and some on the host (the same wire
-// format), each adding its share in its own order and ranges, combined as the all-reduces
-// would, finished on a GPU rank and on a host rank: the reference's bits for the sum and the
-// mean, on every distribution (wide and special data take the host fallback).
-#include "core/cuda/cuda_accumulator.h"
+// CudaAccumulator (core/cuda/accumulator/cuda_accumulator.h) against the straight exact reference:
+// M addend arrays split over W ranks, some on the GPU and some on the host (the same wire format),
+// each adding its share in its own order and ranges, combined as the all-reduces would, finished on
+// a GPU rank and on a host rank: the reference's bits for the sum and the mean, on every
+// distribution (wide and special data take the host fallback).
+#include "core/cuda/accumulator/cuda_accumulator.h"
 
 #include <gtest/gtest.h>
 

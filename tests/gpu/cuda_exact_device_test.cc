@@ -1,7 +1,7 @@
 // CudaExactDevice: the host paths' bits through the ExactDevice interface (plans that change
 // between calls included), and the exact reducer running on it over a transport that stands
 // for W identical ranks, against the straight reference.
-#include "core/cuda/cuda_exact_device.h"
+#include "core/cuda/exact/cuda_exact_device.h"
 #include "core/oracle/reference.h"
 
 #include <gtest/gtest.h>
@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "core/arena.h"
-#include "core/cuda/cuda_fold_device.h"
-#include "core/cuda/exact_kernel.h"
+#include "core/cuda/exact/exact_kernel.h"
+#include "core/cuda/fixed_order/cuda_fixed_order_device.h"
 #include "core/error.h"
 #include "core/exact/exact_law.h"
 #include "core/exact/exact_reduction.h"
@@ -32,7 +32,7 @@ using test::same_bits;
 // limbs of limb_bits(W), in one process.
 class IdenticalRanksTransport final : public Transport {
  public:
-  IdenticalRanksTransport(std::uint32_t world, CudaFoldDevice& device)
+  IdenticalRanksTransport(std::uint32_t world, CudaFixedOrderDevice& device)
       : world_(world), device_(device) {}
   std::uint32_t rank() const override { return 0; }
   std::uint32_t world_size() const override { return world_; }
@@ -63,11 +63,11 @@ class IdenticalRanksTransport final : public Transport {
 
  private:
   std::uint32_t world_;
-  CudaFoldDevice& device_;
+  CudaFixedOrderDevice& device_;
   int int64_calls_ = 0;
 };
 
-std::vector<float> reduce_on_gpu(ExactReducer& reducer, CudaFoldDevice& device,
+std::vector<float> reduce_on_gpu(ExactReducer& reducer, CudaFixedOrderDevice& device,
                                  const std::vector<float>& arena, Op op) {
   float* d_arena = device.allocate(arena.size());
   device.upload(d_arena, arena.data(), arena.size() * sizeof(float));
@@ -80,10 +80,10 @@ std::vector<float> reduce_on_gpu(ExactReducer& reducer, CudaFoldDevice& device,
 
 TEST(CudaExactDevice, ExactReducerOverIdenticalRanksEqualsReference) {
   RV_SKIP_WITHOUT_GPU();
-  CudaFoldDevice fold_device(0);
-  CudaExactDevice exact_device(fold_device);
+  CudaFixedOrderDevice fixed_order_device(0);
+  CudaExactDevice exact_device(fixed_order_device);
   for (std::uint32_t world : {1u, 3u, 8u, 256u}) {
-    IdenticalRanksTransport transport(world, fold_device);
+    IdenticalRanksTransport transport(world, fixed_order_device);
     for (std::size_t n :
          {std::size_t{1}, std::size_t{1025}, std::size_t{3 * 1024 + 77}, std::size_t{100003}}) {
       if (world == 256 && n > 10000) continue;  // the reference's cost: W × n wide additions
@@ -99,7 +99,7 @@ TEST(CudaExactDevice, ExactReducerOverIdenticalRanksEqualsReference) {
             options.piece_elements = piece;
             ExactReducer reducer(transport, exact_device, options);
             const int calls_before = transport.int64_calls();
-            EXPECT_TRUE(same_bits(expected, reduce_on_gpu(reducer, fold_device, arena, op)))
+            EXPECT_TRUE(same_bits(expected, reduce_on_gpu(reducer, fixed_order_device, arena, op)))
                 << "W=" << world << " n=" << n << " " << to_string(dist) << " " << to_string(op)
                 << " piece " << piece;
             const std::size_t pieces = piece == 0 ? 1 : (n + piece - 1) / piece;
@@ -115,9 +115,9 @@ TEST(CudaExactDevice, ExactReducerOverIdenticalRanksEqualsReference) {
 
 TEST(CudaExactDevice, PlansThatChangeBetweenCallsAreUploadedAgain) {
   RV_SKIP_WITHOUT_GPU();
-  CudaFoldDevice fold_device(0);
-  CudaExactDevice exact_device(fold_device);
-  EXPECT_STREQ(exact_device.name(), fold_device.name());
+  CudaFixedOrderDevice fixed_order_device(0);
+  CudaExactDevice exact_device(fixed_order_device);
+  EXPECT_STREQ(exact_device.name(), fixed_order_device.name());
   // A GPU sums in pieces of 16 Mi elements (large messages, bounded scratch).
   EXPECT_EQ(ExactOptions::for_device(exact_device).piece_elements, std::size_t{1} << 24);
 
@@ -135,8 +135,8 @@ TEST(CudaExactDevice, PlansThatChangeBetweenCallsAreUploadedAgain) {
   for (std::size_t c = 0; c < cases.size(); ++c) {
     Case& k = cases[c];
     k.values = generate_arena(ArenaSpec{kLatestGenerator, dists[c], 3}, 1, lengths[c]);
-    k.d_values = fold_device.allocate(k.values.size());
-    fold_device.upload(k.d_values, k.values.data(), k.values.size() * sizeof(float));
+    k.d_values = fixed_order_device.allocate(k.values.size());
+    fixed_order_device.upload(k.d_values, k.values.data(), k.values.size() * sizeof(float));
     // The agreement words through the device, the plan on the host.
     std::int64_t* d_agreement =
         exact_device.allocate_words(exact_block_count(k.values.size()) * exact::kAgreementWords);
@@ -151,7 +151,7 @@ TEST(CudaExactDevice, PlansThatChangeBetweenCallsAreUploadedAgain) {
     k.digits.resize(k.plan.words);
     exact_encode(k.values.data(), k.plan, k.digits.data());
     k.d_words = exact_device.allocate_words(k.plan.words);
-    k.d_out = fold_device.allocate(k.values.size());
+    k.d_out = fixed_order_device.allocate(k.values.size());
   }
   // Encodes in one order, rounds in another: every call names a plan other than the last.
   for (Case& k : cases) exact_device.encode(k.d_values, k.plan, k.d_words);
@@ -165,13 +165,13 @@ TEST(CudaExactDevice, PlansThatChangeBetweenCallsAreUploadedAgain) {
       exact_device.synchronize();
       std::vector<float> expected(k.values.size()), out(k.values.size());
       exact_round(k.digits.data(), k.plan, op, expected.data());
-      fold_device.download(out.data(), k.d_out, out.size() * sizeof(float));
+      fixed_order_device.download(out.data(), k.d_out, out.size() * sizeof(float));
       EXPECT_TRUE(same_bits(expected, out)) << "case " << c << " " << to_string(op);
     }
   }
   for (Case& k : cases) {
-    fold_device.free(k.d_values);
-    fold_device.free(k.d_out);
+    fixed_order_device.free(k.d_values);
+    fixed_order_device.free(k.d_out);
     exact_device.free_words(k.d_words);
   }
 }

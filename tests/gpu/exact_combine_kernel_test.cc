@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/cuda/device_buffer.h"
-#include "core/cuda/exact_kernel.h"
+#include "core/cuda/exact/exact_kernel.h"
 #include "core/transport/transport.h"
 #include "tests/gpu/exact_kernel_test_support.h"
 #include "tests/gpu/gpu_test_support.h"

@@ -11,7 +11,7 @@
 #include "core/arena.h"
 #include "core/contract.h"
 #include "core/cuda/device_buffer.h"
-#include "core/cuda/exact_kernel.h"
+#include "core/cuda/exact/exact_kernel.h"
 #include "core/dtype.h"
 #include "core/exact/exact_law.h"
 #include "core/exact/exact_plan.h"
@@ -112,7 +112,7 @@ TEST(LoopbackHalf, ExactAndFixedOrderEqualTheReferenceOnEveryRank) {
           const Arenas arenas = half_arenas(dtype, dist, world, n, 50 + n);
           for (const Op op : {Op::kSum, Op::kMean}) {
             const std::vector<float> exact = reference_exact(arenas, op, dtype);
-            const std::vector<float> fold = reference_fold(arenas, op, dtype);
+            const std::vector<float> fold = reference_fixed_order(arenas, op, dtype);
             const Arenas by_exact = ranks.all_reduce(arenas, Contract::kExact, op, dtype);
             const Arenas by_fold = ranks.all_reduce(arenas, Contract::kFixedOrder, op, dtype);
             for (std::uint32_t r = 0; r < world; ++r) {

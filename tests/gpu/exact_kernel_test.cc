@@ -5,7 +5,7 @@
 // so a word written twice, missed or written out of range shows up. The round kernel's
 // extreme sums and its mean divisions are in exact_round_kernel_test.cc, the combine kernel
 // in exact_combine_kernel_test.cc.
-#include "core/cuda/exact_kernel.h"
+#include "core/cuda/exact/exact_kernel.h"
 
 #include <gtest/gtest.h>
 

@@ -12,7 +12,7 @@
 
 #include "core/contract.h"
 #include "core/cuda/device_buffer.h"
-#include "core/cuda/exact_kernel.h"
+#include "core/cuda/exact/exact_kernel.h"
 #include "core/exact/exact_plan.h"
 
 namespace rv::test {

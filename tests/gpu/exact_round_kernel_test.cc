@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/contract.h"
-#include "core/cuda/exact_kernel.h"
+#include "core/cuda/exact/exact_kernel.h"
 #include "core/error.h"
 #include "core/exact/exact_law.h"
 #include "core/exact/exact_plan.h"

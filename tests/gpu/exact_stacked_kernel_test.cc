@@ -18,7 +18,7 @@
 #include "core/arena.h"
 #include "core/contract.h"
 #include "core/cuda/device_buffer.h"
-#include "core/cuda/exact_kernel.h"
+#include "core/cuda/exact/exact_kernel.h"
 #include "core/error.h"
 #include "core/exact/exact_law.h"
 #include "core/exact/exact_reduction.h"

@@ -1,6 +1,6 @@
 // The library-sum finishing step on the device against core/fold.h's finish_library_sum,
 // bit for bit, at every alignment and around the vector width.
-#include "core/cuda/finish_kernel.h"
+#include "core/cuda/library_sum/finish_kernel.h"
 
 #include <gtest/gtest.h>
 

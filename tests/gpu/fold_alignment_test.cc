@@ -20,7 +20,7 @@
 
 #include "core/arena.h"
 #include "core/cuda/device_buffer.h"
-#include "core/cuda/fold_kernel.h"
+#include "core/cuda/fixed_order/fold_kernel.h"
 #include "core/fold.h"
 #include "tests/gpu/gpu_test_support.h"
 

@@ -4,7 +4,7 @@
 // shape. fold_alignment_test.cc holds the realigned path to every phase combination.
 // Outputs are poisoned before each launch and guard elements around them must stay
 // untouched, so an element written twice, missed or written out of range shows up.
-#include "core/cuda/fold_kernel.h"
+#include "core/cuda/fixed_order/fold_kernel.h"
 
 #include <gtest/gtest.h>
 

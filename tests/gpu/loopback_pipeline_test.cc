@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "core/arena.h"
-#include "core/cuda/cuda_fold_device.h"
+#include "core/cuda/fixed_order/cuda_fixed_order_device.h"
 #include "core/oracle/emulated_world.h"
 #include "core/reducer/fixed_order_reducer.h"
 #include "core/shard_plan.h"
@@ -127,7 +127,8 @@ TEST(LoopbackPipeline, TheSuitesLargestArenaInDefaultPiecesEqualsTheContract) {
   const std::uint32_t world = 2;
   const std::size_t n = 16777259;
   const std::size_t table = shard_plan(n, world)[0].count * sizeof(float) * world;
-  const std::size_t limit = FixedOrderOptions::for_device(CudaFoldDevice(0)).piece_table_bytes;
+  const std::size_t limit =
+      FixedOrderOptions::for_device(CudaFixedOrderDevice(0)).piece_table_bytes;
   ASSERT_EQ((table + limit - 1) / limit, 2u);
   const auto arenas = arenas_of(Distribution::kWide, world, n, 3);
   auto expected = arenas;

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "core/case_id.h"
-#include "core/cuda/cuda_exact_device.h"
-#include "core/cuda/cuda_fold_device.h"
+#include "core/cuda/exact/cuda_exact_device.h"
+#include "core/cuda/fixed_order/cuda_fixed_order_device.h"
 #include "core/oracle/case_reduction.h"
 #include "core/oracle/emulated_world.h"
 #include "core/reducer/exact_device.h"
@@ -89,8 +89,8 @@ TEST(LoopbackReduceScatter, LongShardsEqualEmulatedWorld) {
 
 TEST(CudaExactDeviceReduceStacked, EqualsTheHostOnPaddedTables) {
   RV_SKIP_WITHOUT_GPU();
-  CudaFoldDevice fold(0);
-  CudaExactDevice exact(fold);
+  CudaFixedOrderDevice fixed_order_device(0);
+  CudaExactDevice exact(fixed_order_device);
   for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
     for (std::uint32_t world : {1u, 2u, 7u}) {
       const std::size_t n = 3001;
@@ -103,15 +103,15 @@ TEST(CudaExactDeviceReduceStacked, EqualsTheHostOnPaddedTables) {
         std::vector<float> expected(n);
         host_exact_device().reduce_stacked(table.data(), world, stride, n, op, expected.data(),
                                            dtype);
-        float* d_table = fold.allocate(table.size());
-        float* d_out = fold.allocate(n);
-        fold.upload(d_table, table.data(), table.size() * sizeof(float));
+        float* d_table = fixed_order_device.allocate(table.size());
+        float* d_out = fixed_order_device.allocate(n);
+        fixed_order_device.upload(d_table, table.data(), table.size() * sizeof(float));
         exact.reduce_stacked(d_table, world, stride, n, op, d_out, dtype);
         exact.synchronize();
         std::vector<float> got(n);
-        fold.download(got.data(), d_out, n * sizeof(float));
-        fold.free(d_table);
-        fold.free(d_out);
+        fixed_order_device.download(got.data(), d_out, n * sizeof(float));
+        fixed_order_device.free(d_table);
+        fixed_order_device.free(d_out);
         EXPECT_TRUE(same_bits(expected, got))
             << to_string(dtype) << " W=" << world << " " << to_string(op);
       }

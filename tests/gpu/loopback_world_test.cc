@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "core/arena.h"
-#include "core/cuda/cuda_fold_device.h"
 #include "core/cuda/device_buffer.h"
+#include "core/cuda/fixed_order/cuda_fixed_order_device.h"
 #include "core/error.h"
 #include "core/oracle/emulated_world.h"
 #include "core/transport/cuda_loopback/loopback_ranks.h"
@@ -104,7 +104,7 @@ class LoopbackTransport : public ::testing::Test {
     CudaLoopbackWorld loopback(world, 0, std::chrono::milliseconds(20000), 3);
     in_process::RankThreads threads(world);
     const auto outcome = threads.run([&](std::uint32_t rank) {
-      CudaFoldDevice device(0);
+      CudaFixedOrderDevice device(0);
       auto transport = loopback.connect(rank, device);
       body(rank, device, *transport);
     });
@@ -116,7 +116,7 @@ TEST_F(LoopbackTransport, IntegerAllReduceOfDeviceWordsSumsAndMaxes) {
   RV_SKIP_WITHOUT_GPU();
   for (std::uint32_t world : {1u, 2u, 3u, 8u}) {
     for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{5}, std::size_t{1001}}) {
-      on_every_rank(world, [&](std::uint32_t rank, CudaFoldDevice& device, Transport& t) {
+      on_every_rank(world, [&](std::uint32_t rank, CudaFixedOrderDevice& device, Transport& t) {
         // Rank r holds r·n + i − 7·(i % 3) at i: sums and maxima differ from any one rank's.
         std::vector<std::int64_t> mine(n), sum(n, 0), max(n);
         for (std::size_t i = 0; i < n; ++i) {
@@ -146,7 +146,7 @@ TEST_F(LoopbackTransport, IntegerAllReduceOfDeviceWordsSumsAndMaxes) {
 TEST_F(LoopbackTransport, GathersAndBroadcastsHostAndDeviceBytes) {
   RV_SKIP_WITHOUT_GPU();
   const std::uint32_t world = 5;
-  on_every_rank(world, [&](std::uint32_t rank, CudaFoldDevice& device, Transport& t) {
+  on_every_rank(world, [&](std::uint32_t rank, CudaFixedOrderDevice& device, Transport& t) {
     // Host memory (the agreement records' case).
     const std::uint64_t mine = 1000 + rank;
     std::vector<std::uint64_t> all(world, 0);
@@ -169,7 +169,7 @@ TEST_F(LoopbackTransport, GathersAndBroadcastsHostAndDeviceBytes) {
 
 TEST_F(LoopbackTransport, HasNoLibrarySumAndRefusesMismatchedSizes) {
   RV_SKIP_WITHOUT_GPU();
-  on_every_rank(1, [](std::uint32_t, CudaFoldDevice&, Transport& t) {
+  on_every_rank(1, [](std::uint32_t, CudaFixedOrderDevice&, Transport& t) {
     float value = 1.0f;
     EXPECT_THROW(t.library_sum(&value, 1), InputError);
     EXPECT_EQ(t.name(), "cuda-loopback");
@@ -177,7 +177,7 @@ TEST_F(LoopbackTransport, HasNoLibrarySumAndRefusesMismatchedSizes) {
   CudaLoopbackWorld loopback(2, 0, std::chrono::milliseconds(20000), 0);
   in_process::RankThreads threads(2);
   const auto outcome = threads.run([&](std::uint32_t rank) {
-    CudaFoldDevice device(0);
+    CudaFixedOrderDevice device(0);
     auto transport = loopback.connect(rank, device);
     DeviceBuffer words(0, 2 * sizeof(std::int64_t));
     transport->all_reduce_int64(static_cast<std::int64_t*>(words.data()), rank + 1,

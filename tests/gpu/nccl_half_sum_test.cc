@@ -10,8 +10,8 @@
 #include <memory>
 #include <vector>
 
-#include "core/cuda/cuda_fold_device.h"
 #include "core/cuda/device_buffer.h"
+#include "core/cuda/fixed_order/cuda_fixed_order_device.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/transport/nccl/nccl_library.h"
@@ -38,7 +38,7 @@ class NcclHalfSum : public ::testing::Test {
 
 TEST_F(NcclHalfSum, AWorldOfOneSumsToItsInputInEitherDtype) {
   const test::ScratchDir dir;
-  CudaFoldDevice device(0);
+  CudaFixedOrderDevice device(0);
   NcclConnectOptions options;
   options.job_dir = dir.path();
   options.job_nonce = "fedcba9876543210fedcba9876543210";

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "core/cuda/cuda_fold_device.h"
 #include "core/cuda/device_buffer.h"
+#include "core/cuda/fixed_order/cuda_fixed_order_device.h"
 #include "core/error.h"
 #include "core/transport/nccl/nccl_transport.h"
 #include "tests/gpu/gpu_test_support.h"
@@ -56,9 +56,9 @@ class NcclStartExchange : public ::testing::Test {
     } catch (const RuntimeFailure& e) {
       GTEST_SKIP() << "no NCCL on this box's loader path: " << e.what();
     }
-    device_ = std::make_unique<CudaFoldDevice>(0);
+    device_ = std::make_unique<CudaFixedOrderDevice>(0);
   }
-  // A world of one; on the fold device's stream unless `own_stream`.
+  // A world of one; on the fixed-order device's stream unless `own_stream`.
   std::unique_ptr<Transport> connect(bool own_stream = false) {
     NcclConnectOptions options;
     options.job_dir = dir_.path();
@@ -69,7 +69,7 @@ class NcclStartExchange : public ::testing::Test {
   }
 
   test::ScratchDir dir_;
-  std::unique_ptr<CudaFoldDevice> device_;  // made once a device is known to be there
+  std::unique_ptr<CudaFixedOrderDevice> device_;  // made once a device is known to be there
 };
 
 TEST_F(NcclStartExchange, SendsTheBytesTheCallersStreamWroteJustBefore) {

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "core/arena.h"
-#include "core/cuda/cuda_fold_device.h"
 #include "core/cuda/device_buffer.h"
+#include "core/cuda/fixed_order/cuda_fixed_order_device.h"
 #include "core/error.h"
 #include "core/fold.h"
 #include "core/oracle/emulated_world.h"
@@ -85,7 +85,7 @@ class NcclOnGpu : public ::testing::Test {
 
 TEST_F(NcclOnGpu, AWorldOfOneMovesBytesReducesAndFinalizes) {
   const test::ScratchDir dir;
-  CudaFoldDevice device(0);
+  CudaFixedOrderDevice device(0);
   auto options = options_for(dir, 0, 1, milliseconds(60000));
   options.stream = device.stream();
   const auto joined = Clock::now();

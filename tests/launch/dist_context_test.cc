@@ -49,8 +49,8 @@ DistContext open_rank(const std::string& root, const std::string& job_id, std::u
   options.world = world;
   options.timeout = kTimeout;
   std::unique_ptr<Transport> transport = connect_gloo(options);
-  return DistContext::process(launch, std::move(job), std::move(transport), host_fold_device(),
-                              contract, kTimeout, seed);
+  return DistContext::process(launch, std::move(job), std::move(transport),
+                              host_fixed_order_device(), contract, kTimeout, seed);
 }
 
 // Runs body(rank) on one thread per rank; returns each rank's exception (null if none).
@@ -139,11 +139,11 @@ TEST_P(DistContextWorld, FixedOrderReductionsEqualTheReferenceFoldOnEveryRank) {
         const auto arenas = world_arenas(dist, world, n);
         std::vector<float> grad = arenas[r];
         context.all_reduce_grad_sum(grad.data(), n);
-        EXPECT_TRUE(same_bits(grad, reference_fold(arenas, Op::kSum)))
+        EXPECT_TRUE(same_bits(grad, reference_fixed_order(arenas, Op::kSum)))
             << "grad sum, rank " << r << ", n " << n;
         std::vector<float> host = arenas[r];
         context.all_reduce_host_mean(host.data(), n);
-        EXPECT_TRUE(same_bits(host, reference_fold(arenas, Op::kMean)))
+        EXPECT_TRUE(same_bits(host, reference_fixed_order(arenas, Op::kMean)))
             << "host mean, rank " << r << ", n " << n;
       }
       context.barrier();
@@ -186,10 +186,10 @@ TEST_P(DistContextWorld, LibrarySumIsExactOnIntegers) {
     const auto arenas = world_arenas(Distribution::kExact, world, 513);
     std::vector<float> grad = arenas[r];
     context.all_reduce_grad_sum(grad.data(), grad.size());
-    EXPECT_TRUE(same_bits(grad, reference_fold(arenas, Op::kSum))) << "rank " << r;
+    EXPECT_TRUE(same_bits(grad, reference_fixed_order(arenas, Op::kSum))) << "rank " << r;
     std::vector<float> host = arenas[r];
     context.all_reduce_host_mean(host.data(), host.size());
-    EXPECT_TRUE(same_bits(host, reference_fold(arenas, Op::kMean))) << "rank " << r;
+    EXPECT_TRUE(same_bits(host, reference_fixed_order(arenas, Op::kMean))) << "rank " << r;
   });
   expect_all_ok(errors);
 }
@@ -292,10 +292,10 @@ TEST(DistContext, MismatchedPartsAreRefused) {
   options.store_dir = job.gloo_store_dir();
   LaunchRank launch;
   launch.world = 2;  // the launcher says 2, the job directory and the transport say 1
-  EXPECT_THROW(DistContext::process(launch, job, connect_gloo(options), host_fold_device(),
+  EXPECT_THROW(DistContext::process(launch, job, connect_gloo(options), host_fixed_order_device(),
                                     Contract::kFixedOrder, kTimeout),
                InputError);
-  EXPECT_THROW(DistContext::process(LaunchRank{}, job, nullptr, host_fold_device(),
+  EXPECT_THROW(DistContext::process(LaunchRank{}, job, nullptr, host_fixed_order_device(),
                                     Contract::kFixedOrder, kTimeout),
                InputError);
 }

@@ -6,7 +6,7 @@
 #include "core/error.h"
 #include "core/reducer/exact_device.h"
 #include "core/reducer/exact_reducer.h"
-#include "core/reducer/fold_device.h"
+#include "core/reducer/fixed_order_device.h"
 #include "verify/common/exit_codes.h"
 #include "verify/live/rank_cases.h"
 
@@ -97,7 +97,8 @@ std::vector<GateOutcome> run_gate_with_fault(WorldTransport transport, Mutant mu
     const std::vector<RankOutcome> ranks =
         run_ranks_over(transport, world, [&](std::uint32_t rank, Transport& inner) {
           FaultyTransport faulty(inner, plan, memory[rank]);
-          RankReducers reducers(faulty, host_fold_device(), &host_exact_device(), exact_options);
+          RankReducers reducers(faulty, host_fixed_order_device(), &host_exact_device(),
+                                exact_options);
           if (warm_up) {
             faulty.begin_span(false);
             run_rank_cases(options, rank, world, reducers, {warm_up_case});

@@ -140,8 +140,8 @@ class Tensors(unittest.TestCase):
                                 "exact", torch.zeros(4))
         lib = _library.library()
         table = torch.zeros(2, 4, dtype=torch.bfloat16)
-        self.assertEqual(lib.rv_fold_stacked_dtype(table.data_ptr(), 2, 4, 4, 0, 5,
-                                                   table.data_ptr()), 1)
+        self.assertEqual(lib.rv_fixed_order_reduce_stacked_dtype(table.data_ptr(), 2, 4, 4, 0, 5,
+                                                                 table.data_ptr()), 1)
         self.assertIn("dtype 5", lib.rv_last_error().decode())
 
 

@@ -211,32 +211,38 @@ class BadInput(unittest.TestCase):
         lib = _library.library()
         stacked = torch.zeros(3, 8)
         # The output overlapping slot 1 (rather than being exactly slot 0).
-        status = lib.rv_fold_stacked(stacked.data_ptr(), 3, 8, 8, 0, stacked[1].data_ptr())
+        status = lib.rv_fixed_order_reduce_stacked(stacked.data_ptr(), 3, 8, 8, 0,
+                                                   stacked[1].data_ptr())
         self.assertEqual(status, 1)
         self.assertIn("overlaps slot 1", lib.rv_last_error().decode())
-        status = lib.rv_fold_stacked(stacked.data_ptr(), 3, 4, 8, 0, torch.zeros(8).data_ptr())
+        status = lib.rv_fixed_order_reduce_stacked(stacked.data_ptr(), 3, 4, 8, 0,
+                                                   torch.zeros(8).data_ptr())
         self.assertEqual(status, 1)
         self.assertIn("slot_stride < n", lib.rv_last_error().decode())
         status = lib.rv_exact_reduce_stacked(None, 2, 8, 8, 1, None)
         self.assertEqual(status, 1)
         self.assertIn("null pointer", lib.rv_last_error().decode())
-        status = lib.rv_fold_stacked(stacked.data_ptr(), 0, 8, 8, 0, stacked.data_ptr())
+        status = lib.rv_fixed_order_reduce_stacked(stacked.data_ptr(), 0, 8, 8, 0,
+                                                   stacked.data_ptr())
         self.assertIn("at least one rank", lib.rv_last_error().decode())
-        status = lib.rv_fold_stacked(stacked.data_ptr(), 3, 8, 8, 7, stacked.data_ptr())
+        status = lib.rv_fixed_order_reduce_stacked(stacked.data_ptr(), 3, 8, 8, 7,
+                                                   stacked.data_ptr())
         self.assertIn("op 7", lib.rv_last_error().decode())
-        self.assertEqual(lib.rv_fold_stacked(stacked.data_ptr(), 3, 8, 8, 0, stacked.data_ptr()), 0)
+        self.assertEqual(lib.rv_fixed_order_reduce_stacked(stacked.data_ptr(), 3, 8, 8, 0,
+                                                           stacked.data_ptr()), 0)
         self.assertEqual(lib.rv_last_error().decode(), "")
 
     def test_cuda_entry_points_answer_without_a_device(self):
         lib = _library.library()
         fake = ctypes.c_void_p(4096)  # never read: no device here, or no CUDA in the build
-        status = lib.rv_cuda_fold_stacked(0, fake, 1, 4, 4, 0, ctypes.c_void_p(8192), None)
+        status = lib.rv_cuda_fixed_order_reduce_stacked(0, fake, 1, 4, 4, 0, ctypes.c_void_p(8192),
+                                                        None)
         message = lib.rv_last_error().decode()
         if not lib.rv_built_with_cuda():
             self.assertEqual(status, 4)
             self.assertIn("built without CUDA", message)
             return
-        self.assertEqual(lib.rv_cuda_fold_stacked(0, None, 1, 0, 1, 0, None, None), 1)
+        self.assertEqual(lib.rv_cuda_fixed_order_reduce_stacked(0, None, 1, 0, 1, 0, None, None), 1)
         self.assertIn("null pointer", lib.rv_last_error().decode())
         if status != 0:  # a CUDA build on a box without a GPU: a CUDA error naming the call
             self.assertEqual(status, 2)

@@ -6,7 +6,7 @@
 // _Float16, or the bf16 nearest-candidate search). The live FixedOrderReducer must give
 // exactly those bits on every rank, over each test-world transport, for W in {1, 2, 3, 4, 8},
 // counts that leave empty and uneven shards, every distribution (the special values
-// included) and both ops; and so must the oracle's reference_fold and EmulatedWorld.
+// included) and both ops; and so must the oracle's reference_fixed_order and EmulatedWorld.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -90,9 +90,9 @@ TEST_P(FixedOrderHalf, EveryRankHoldsTheStraightReferenceBits) {
   const auto [transport, w] = GetParam();
   const std::vector<Case> cases = cases_for(w);
   for (const Case& c : cases) {
-    const std::vector<float> reference = reference_fold(c.arenas, c.op, c.dtype);
+    const std::vector<float> reference = reference_fixed_order(c.arenas, c.op, c.dtype);
     const auto i = first_bit_difference(c.expected.data(), reference.data(), reference.size());
-    EXPECT_FALSE(i) << c.name() << " reference_fold: "
+    EXPECT_FALSE(i) << c.name() << " reference_fixed_order: "
                     << describe_difference(c.expected.data(), reference.data(), *i);
     // The oracle's emulated dataflow, in ascending and in a shuffled delivery order.
     for (std::uint64_t trial = 0; trial < 2; ++trial) {
@@ -110,9 +110,9 @@ TEST_P(FixedOrderHalf, EveryRankHoldsTheStraightReferenceBits) {
   }
   std::vector<std::vector<std::string>> verdicts(cases.size(), std::vector<std::string>(w));
   auto outcomes = run_ranks_over(transport, w, [&](std::uint32_t rank, Transport& t) {
-    FixedOrderReducer reducer(t, host_fold_device());
+    FixedOrderReducer reducer(t, host_fixed_order_device());
     // Tiny pieces too (a 4 KiB table), so a shard is folded and sent back piece by piece.
-    FixedOrderReducer pieced(t, host_fold_device(), FixedOrderOptions{4096, true});
+    FixedOrderReducer pieced(t, host_fixed_order_device(), FixedOrderOptions{4096, true});
     for (std::size_t k = 0; k < cases.size(); ++k) {
       for (FixedOrderReducer* r : {&reducer, &pieced}) {
         std::vector<float> arena = cases[k].arenas[rank];
@@ -178,7 +178,7 @@ TEST(FixedOrderHalfReference, RoundsOnceAfterTheBinary32Fold) {
   const std::vector<float> sum = straight_fixed_order(arenas, Op::kSum, DType::kF16);
   EXPECT_EQ(sum[0], 1.0f + 0x1p-10f);
   EXPECT_EQ(sum[1], 2052.0f);
-  const std::vector<float> reference = reference_fold(arenas, Op::kSum, DType::kF16);
+  const std::vector<float> reference = reference_fixed_order(arenas, Op::kSum, DType::kF16);
   EXPECT_EQ(oracle_bits(reference[0]), oracle_bits(sum[0]));
   EXPECT_EQ(oracle_bits(reference[1]), oracle_bits(sum[1]));
 }

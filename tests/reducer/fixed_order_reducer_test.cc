@@ -27,9 +27,9 @@ namespace {
 
 // Runs every case through a FixedOrderReducer on each rank (one reducer per rank, reused
 // across the cases) and returns, per case and rank, "" or what differed from `expected`.
-using DeviceOfRank = std::function<FoldDevice&(std::uint32_t rank)>;
+using DeviceOfRank = std::function<FixedOrderDevice&(std::uint32_t rank)>;
 
-FoldDevice& host_for_every_rank(std::uint32_t) { return host_fold_device(); }
+FixedOrderDevice& host_for_every_rank(std::uint32_t) { return host_fixed_order_device(); }
 
 std::vector<std::vector<std::string>> reduce_and_compare(
     WorldTransport transport, std::uint32_t world, const std::vector<ExpectedCase>& cases,
@@ -37,7 +37,7 @@ std::vector<std::vector<std::string>> reduce_and_compare(
     std::optional<FixedOrderOptions> options = std::nullopt) {
   std::vector<std::vector<std::string>> verdicts(cases.size(), std::vector<std::string>(world));
   auto outcomes = run_ranks_over(transport, world, [&](std::uint32_t rank, Transport& t) {
-    FoldDevice& device = device_of(rank);
+    FixedOrderDevice& device = device_of(rank);
     FixedOrderReducer reducer(t, device, options.value_or(FixedOrderOptions::for_device(device)));
     for (std::size_t c = 0; c < cases.size(); ++c) {
       std::vector<float> arena = rank_arena(cases[c].id, rank);
@@ -122,7 +122,7 @@ TEST_P(FixedOrderReducerTest, ScratchIsReusedAcrossCallsOfOtherSizes) {
 
 TEST_P(FixedOrderReducerTest, RanksWithDifferentLengthsGetANamedErrorNotAnAbort) {
   auto outcomes = run_ranks_over(GetParam(), 3, [&](std::uint32_t rank, Transport& t) {
-    FixedOrderReducer reducer(t, host_fold_device());
+    FixedOrderReducer reducer(t, host_fixed_order_device());
     std::vector<float> arena(1000, 1.0f);
     reducer.all_reduce(arena.data(), rank == 2 ? 999 : 1000, Op::kSum);
   });
@@ -139,12 +139,12 @@ TEST_P(FixedOrderReducerTest, RanksWithDifferentLengthsGetANamedErrorNotAnAbort)
 // What a reducer computes that writes each incoming copy to the next free slot (slot =
 // arrival index) rather than to slot = source rank: the same fold over permuted addends.
 // The arrival order is a seeded shuffle of the kind EmulatedWorld tries.
-class ArrivalOrderFoldDevice final : public FoldDevice {
+class ArrivalOrderFoldDevice final : public FixedOrderDevice {
  public:
   explicit ArrivalOrderFoldDevice(std::uint32_t owner) : owner_(owner) {}
   const char* name() const override { return "cpu (arrival order)"; }
   // Host memory, but a stacked-only fold: the reducer's GPU defaults (no fold in place).
-  FoldDeviceKind kind() const override { return FoldDeviceKind::kGpu; }
+  FixedOrderDeviceKind kind() const override { return FixedOrderDeviceKind::kGpu; }
   float* allocate(std::size_t n) override { return host().allocate(n); }
   void free(float* p) override { host().free(p); }
   void copy(void* dst, const void* src, std::size_t bytes) override {
@@ -175,7 +175,7 @@ class ArrivalOrderFoldDevice final : public FoldDevice {
   void synchronize() override {}
 
  private:
-  static FoldDevice& host() { return host_fold_device(); }
+  static FixedOrderDevice& host() { return host_fixed_order_device(); }
   std::uint32_t owner_;
 };
 
@@ -192,8 +192,9 @@ TEST_P(FixedOrderReducerTest, TheCheckCatchesAFoldInArrivalOrder) {
   std::vector<std::unique_ptr<ArrivalOrderFoldDevice>> devices;
   for (std::uint32_t r = 0; r < 4; ++r)
     devices.push_back(std::make_unique<ArrivalOrderFoldDevice>(r));
-  const auto verdicts = reduce_and_compare(
-      GetParam(), 4, cases, [&](std::uint32_t rank) -> FoldDevice& { return *devices[rank]; });
+  const auto verdicts =
+      reduce_and_compare(GetParam(), 4, cases,
+                         [&](std::uint32_t rank) -> FixedOrderDevice& { return *devices[rank]; });
   for (std::uint32_t r = 0; r < 4; ++r) {
     EXPECT_NE(verdicts[0][r], "") << "rank " << r << ": an arrival-order fold went unnoticed";
   }

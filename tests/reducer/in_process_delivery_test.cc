@@ -14,8 +14,8 @@
 #include "core/arena.h"
 #include "core/fold_law.h"
 #include "core/oracle/emulated_world.h"
+#include "core/reducer/fixed_order_device.h"
 #include "core/reducer/fixed_order_reducer.h"
-#include "core/reducer/fold_device.h"
 #include "core/transport/in_process/in_process_world.h"
 #include "core/transport/in_process/rank_threads.h"
 
@@ -56,14 +56,14 @@ TEST(InProcessDelivery, TheFixedOrderReducerGivesTheContractsBits) {
   auto expected = arenas;
   EmulatedWorld(world).all_reduce(expected, Op::kSum);
   // Small tables: several pieces, so several exchanges, each in its own order.
-  FixedOrderOptions options = FixedOrderOptions::for_device(host_fold_device());
+  FixedOrderOptions options = FixedOrderOptions::for_device(host_fixed_order_device());
   options.piece_table_bytes = 4096;
   InProcessWorld shuffled(world, std::chrono::milliseconds(20000), 23);
   RankThreads threads(world);
   auto reduced = arenas;
   const auto outcome = threads.run([&](std::uint32_t rank) {
     auto transport = shuffled.connect(rank);
-    FixedOrderReducer reducer(*transport, host_fold_device(), options);
+    FixedOrderReducer reducer(*transport, host_fixed_order_device(), options);
     reducer.all_reduce(reduced[rank].data(), n, Op::kSum);
   });
   in_process::expect_no_errors(outcome.ranks);

@@ -35,7 +35,7 @@ Arenas library_sums(WorldTransport transport, const Arenas& arenas, Op op, DType
   Arenas results(w);
   auto outcomes = run_ranks_over(transport, w, [&](std::uint32_t rank, Transport& t) {
     std::vector<float> arena = arenas[rank];
-    library_sum_all_reduce(t, host_fold_device(), arena.data(), arena.size(), op, dtype);
+    library_sum_all_reduce(t, host_fixed_order_device(), arena.data(), arena.size(), op, dtype);
     results[rank] = std::move(arena);
   });
   expect_no_errors(outcomes);
@@ -186,14 +186,14 @@ TEST(LibrarySumHalf, GlooRefusesBf16NamingGlooAndBf16BeforeAnyByteMoves) {
   auto outcomes = run_ranks_over(WorldTransport::kGloo, w, [&](std::uint32_t rank, Transport& t) {
     std::vector<float> arena = {1.0f, 2.0f, static_cast<float>(rank)};
     try {
-      library_sum_all_reduce(t, host_fold_device(), arena.data(), arena.size(), Op::kSum,
+      library_sum_all_reduce(t, host_fixed_order_device(), arena.data(), arena.size(), Op::kSum,
                              DType::kBF16);
     } catch (const InputError& e) {
       refusals[rank] = e.what();
     }
     // Nothing was sent, so the world is still in step: an f16 sum works.
     std::vector<float> f16 = {static_cast<float>(rank + 1)};
-    library_sum_all_reduce(t, host_fold_device(), f16.data(), 1, Op::kSum, DType::kF16);
+    library_sum_all_reduce(t, host_fixed_order_device(), f16.data(), 1, Op::kSum, DType::kF16);
     after[rank] = f16[0];
   });
   expect_no_errors(outcomes);

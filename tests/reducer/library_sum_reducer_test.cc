@@ -28,8 +28,10 @@ std::vector<std::vector<std::vector<float>>> library_sums(WorldTransport transpo
     for (std::size_t c = 0; c < cases.size(); ++c) {
       const std::vector<float> arena = rank_arena(cases[c].id, rank);
       std::vector<float> first = arena, again = arena;
-      library_sum_all_reduce(t, host_fold_device(), first.data(), first.size(), cases[c].id.op);
-      library_sum_all_reduce(t, host_fold_device(), again.data(), again.size(), cases[c].id.op);
+      library_sum_all_reduce(t, host_fixed_order_device(), first.data(), first.size(),
+                             cases[c].id.op);
+      library_sum_all_reduce(t, host_fixed_order_device(), again.data(), again.size(),
+                             cases[c].id.op);
       if (auto i = first_bit_difference(first.data(), again.data(), first.size())) {
         ADD_FAILURE() << format_case_id(cases[c].id) << " rank " << rank
                       << ": a repeated call differs at "

@@ -6,7 +6,7 @@
 // 1 … 8; n = 0, 1, W − 1, W + 1 (n < W, n not a multiple of W), 1000, 4099 and one 2^20 + 3;
 // FSDP's shard size and a caller's larger one (more padding, empty last shards); f32, bf16,
 // f16; every distribution; sum and mean. The expected bits come from the straight references
-// (reference_fold, reference_exact), and on every live rank also from the live all-reduce.
+// (reference_fixed_order, reference_exact), and on every live rank also from the live all-reduce.
 // And the check can fail: a reducer whose owner folds in another order is caught. An exact
 // device without the owner reduction refuses by name.
 #include <gtest/gtest.h>
@@ -71,7 +71,7 @@ Arenas arenas_of(DType dtype, Distribution dist, std::uint32_t w, std::size_t n)
 
 std::vector<float> reference_of(Contract contract, const Arenas& arenas, Op op, DType dtype) {
   return contract == Contract::kExact ? reference_exact(arenas, op, dtype)
-                                      : reference_fold(arenas, op, dtype);
+                                      : reference_fixed_order(arenas, op, dtype);
 }
 
 // Every contract, op, dtype and distribution at (w, n), with FSDP's shard size and a larger
@@ -198,7 +198,7 @@ std::vector<RankResults> scatter_on_every_rank(WorldTransport transport, std::ui
                                                const ExactOptions& exact_options) {
   std::vector<RankResults> results(w);
   auto outcomes = run_ranks_over(transport, w, [&](std::uint32_t rank, Transport& t) {
-    FixedOrderReducer fixed(t, host_fold_device(), fixed_options);
+    FixedOrderReducer fixed(t, host_fixed_order_device(), fixed_options);
     ExactReducer exact(t, host_exact_device(), exact_options);
     RankResults& mine = results[rank];
     for (const ScatterCase& c : cases) {
@@ -273,9 +273,9 @@ TEST_P(ReduceScatterOverTransport, EveryShardIsTheAllReducesSlice) {
                         : cases_for(w, n);
     for (auto& c : more) cases.push_back(std::move(c));
   }
-  const auto results =
-      scatter_on_every_rank(transport, w, cases, FixedOrderOptions::for_device(host_fold_device()),
-                            ExactOptions::for_device(host_exact_device()));
+  const auto results = scatter_on_every_rank(
+      transport, w, cases, FixedOrderOptions::for_device(host_fixed_order_device()),
+      ExactOptions::for_device(host_exact_device()));
   EXPECT_EQ(expect_every_shard_right(cases, results), cases.size() * w);
 }
 
@@ -288,7 +288,7 @@ TEST_P(ReduceScatterOverTransport, ReducingInPiecesChangesNoBit) {
                            {Distribution::kCancel, Distribution::kSpecial})) {
     cases.push_back(std::move(c));
   }
-  FixedOrderOptions fixed = FixedOrderOptions::for_device(host_fold_device());
+  FixedOrderOptions fixed = FixedOrderOptions::for_device(host_fixed_order_device());
   ExactOptions exact = ExactOptions::for_device(host_exact_device());
   fixed.piece_table_bytes = exact.scatter_table_bytes =
       w * sizeof(float) * (padded_shard_size(4099, w) / 5);
@@ -313,9 +313,9 @@ TEST_P(ReduceScatterTest, AMillionElementsNotAMultipleOfW) {
   for (const std::uint32_t w : {3u}) {
     const auto cases = cases_for(w, (std::size_t{1} << 20) + 3, {DType::kF32, DType::kBF16},
                                  {Distribution::kSpecial});
-    const auto results = scatter_on_every_rank(GetParam(), w, cases,
-                                               FixedOrderOptions::for_device(host_fold_device()),
-                                               ExactOptions::for_device(host_exact_device()));
+    const auto results = scatter_on_every_rank(
+        GetParam(), w, cases, FixedOrderOptions::for_device(host_fixed_order_device()),
+        ExactOptions::for_device(host_exact_device()));
     EXPECT_EQ(expect_every_shard_right(cases, results), cases.size() * w) << "w=" << w;
   }
 }
@@ -326,7 +326,7 @@ TEST_P(ReduceScatterTest, TheShardMayBeWrittenInPlace) {
   const auto cases = cases_for(w, 1001, {DType::kF32}, {Distribution::kCancel});
   std::vector<std::vector<std::string>> verdicts(cases.size(), std::vector<std::string>(w));
   auto outcomes = run_ranks_over(GetParam(), w, [&](std::uint32_t rank, Transport& t) {
-    FixedOrderReducer fixed(t, host_fold_device());
+    FixedOrderReducer fixed(t, host_fixed_order_device());
     ExactReducer exact(t, host_exact_device());
     for (std::size_t c = 0; c < cases.size(); ++c) {
       std::vector<float> arena = cases[c].arenas()[rank];
@@ -366,7 +366,7 @@ std::vector<std::string> errors_of(WorldTransport transport, Contract contract,
           .reduce_scatter(arena.data(), n[rank], out.data(), out.size(), Op::kSum, DType::kF32,
                           shard_size[rank]);
     } else {
-      FixedOrderReducer(t, host_fold_device())
+      FixedOrderReducer(t, host_fixed_order_device())
           .reduce_scatter(arena.data(), n[rank], out.data(), out.size(), Op::kSum, DType::kF32,
                           shard_size[rank]);
     }
@@ -418,12 +418,12 @@ TEST_P(ReduceScatterTest, BadRequestsAreNamedOnEveryRankBeforeAnyByteMoves) {
   }
 }
 
-// A fold device whose owner folds its table in descending slot order: the mutant of "a shard
+// A fixed-order device whose owner folds its table in descending slot order: the mutant of "a shard
 // folded in another order". A stacked-only device (no fold in place), host memory.
-class DescendingFoldDevice final : public FoldDevice {
+class DescendingFoldDevice final : public FixedOrderDevice {
  public:
   const char* name() const override { return "cpu (descending fold)"; }
-  FoldDeviceKind kind() const override { return FoldDeviceKind::kGpu; }
+  FixedOrderDeviceKind kind() const override { return FixedOrderDeviceKind::kGpu; }
   float* allocate(std::size_t n) override { return host().allocate(n); }
   void free(float* p) override { host().free(p); }
   void copy(void* dst, const void* src, std::size_t bytes) override {
@@ -453,7 +453,7 @@ class DescendingFoldDevice final : public FoldDevice {
   void synchronize() override {}
 
  private:
-  static FoldDevice& host() { return host_fold_device(); }
+  static FixedOrderDevice& host() { return host_fixed_order_device(); }
 };
 
 TEST_P(ReduceScatterTest, TheCheckCatchesAShardFoldedInAnotherOrder) {

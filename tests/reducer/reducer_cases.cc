@@ -38,8 +38,9 @@ std::vector<ExpectedCase> expected_cases(Contract contract, const WorldCount& wc
     const auto arenas = generate_case_arenas(id);
     for (Op op : {Op::kSum, Op::kMean}) {
       id.op = op;
-      cases.push_back(ExpectedCase{id, contract == Contract::kExact ? reference_exact(arenas, op)
-                                                                    : reference_fold(arenas, op)});
+      cases.push_back(ExpectedCase{id, contract == Contract::kExact
+                                           ? reference_exact(arenas, op)
+                                           : reference_fixed_order(arenas, op)});
     }
   }
   return cases;

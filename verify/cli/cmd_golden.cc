@@ -48,7 +48,7 @@ void write_accuracy_report(const std::vector<CaseId>& cases, const std::vector<D
     parallel_for(cases.size(), options.threads, [&](std::size_t i) {
       if (cases[i].contract == Contract::kFixedOrder) {
         const std::vector<float> reduced =
-            reference_fold(generate_case_arenas(cases[i]), cases[i].op, cases[i].dtype);
+            reference_fixed_order(generate_case_arenas(cases[i]), cases[i].op, cases[i].dtype);
         errors[i] = error_against(cases[i], reduced, Contract::kExact);
       }
       progress.advance();

@@ -73,7 +73,7 @@ DeliveryOrders delivery_of(const CaseId& id, std::uint32_t trial) {
 // ascending fold.
 std::vector<float> proven_fixed_order(const CaseId& id, std::uint32_t orders) {
   const Arenas inputs = generate_case_arenas(id);
-  std::vector<float> reference = reference_fold(inputs, id.op, id.dtype);
+  std::vector<float> reference = reference_fixed_order(inputs, id.op, id.dtype);
   const EmulatedWorld world(id.world);
   for (std::uint32_t trial = 0; trial < orders; ++trial) {
     const std::string what = "EmulatedWorld under delivery order " + std::to_string(trial);

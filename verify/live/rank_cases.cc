@@ -15,8 +15,8 @@
 
 namespace rv {
 
-RankReducers::RankReducers(Transport& transport, FoldDevice& device, ExactDevice* exact_device,
-                           std::optional<ExactOptions> exact_options)
+RankReducers::RankReducers(Transport& transport, FixedOrderDevice& device,
+                           ExactDevice* exact_device, std::optional<ExactOptions> exact_options)
     : transport_(transport),
       device_(device),
       exact_device_(exact_device),

@@ -13,7 +13,7 @@
 #include "core/reducer/exact_device.h"
 #include "core/reducer/exact_reducer.h"
 #include "core/reducer/fixed_order_reducer.h"
-#include "core/reducer/fold_device.h"
+#include "core/reducer/fixed_order_device.h"
 #include "core/reducer/growing_scratch.h"
 #include "core/transport/transport.h"
 #include "verify/live/run_plan.h"
@@ -28,14 +28,14 @@ class RankReducers {
   // `exact_device` may be null: exact cases are then an InputError naming the transport.
   // `exact_options`: the exact reducer's (nullopt: ExactOptions::for_device; the mutation
   // matrix picks the dataflow).
-  RankReducers(Transport& transport, FoldDevice& device, ExactDevice* exact_device,
+  RankReducers(Transport& transport, FixedOrderDevice& device, ExactDevice* exact_device,
                std::optional<ExactOptions> exact_options = std::nullopt);
   ~RankReducers();
   RankReducers(const RankReducers&) = delete;
   RankReducers& operator=(const RankReducers&) = delete;
 
   Transport& transport() const { return transport_; }
-  FoldDevice& device() const { return device_; }
+  FixedOrderDevice& device() const { return device_; }
 
   // Reduces `arena` once under `contract` (collective) and returns the result on the host.
   // bf16/f16: `arena` holds the dtype's values widened, and so does the result.
@@ -56,7 +56,7 @@ class RankReducers {
                                          Op op, DType dtype);
 
   Transport& transport_;
-  FoldDevice& device_;
+  FixedOrderDevice& device_;
   ExactDevice* exact_device_;
   std::optional<ExactOptions> exact_options_;
   FixedOrderReducer fixed_order_;

@@ -12,9 +12,9 @@
 #include "core/transport/gloo/host_interfaces.h"
 #endif
 #if defined(RV_HAVE_CUDA)
-#include "core/cuda/cuda_exact_device.h"
-#include "core/cuda/cuda_fold_device.h"
 #include "core/cuda/device_info.h"
+#include "core/cuda/exact/cuda_exact_device.h"
+#include "core/cuda/fixed_order/cuda_fixed_order_device.h"
 #include "core/transport/nccl/nccl_library.h"
 #include "core/transport/nccl/nccl_transport.h"
 #endif
@@ -95,7 +95,7 @@ RankTransport connect_rank_transport(TransportKind transport, const JobDirectory
       options.hostname = agree_bind_address(agreement, local_bind_candidates(launch.rank));
     }
     link.transport = connect_gloo(options);
-    link.device = &host_fold_device();
+    link.device = &host_fixed_order_device();
     link.exact_device = &host_exact_device();
     return link;
 #else
@@ -109,7 +109,7 @@ RankTransport connect_rank_transport(TransportKind transport, const JobDirectory
     // One GPU per rank: the launcher's local rank picks it (CUDA_VISIBLE_DEVICES narrows the
     // choice). The device and the transport share one stream, so NCCL's byte movement and
     // the fold kernel that reads those bytes are ordered without extra waits.
-    static CudaFoldDevice device(static_cast<int>(launch.local_rank));
+    static CudaFixedOrderDevice device(static_cast<int>(launch.local_rank));
     NcclConnectOptions options;
     options.job_dir = job.path();
     options.job_nonce = job.nonce();
@@ -120,7 +120,7 @@ RankTransport connect_rank_transport(TransportKind transport, const JobDirectory
     options.stream = device.stream();
     link.transport = connect_nccl(options);
     link.device = &device;
-    // The exact kernels enqueue on the fold device's stream, so NCCL's int64 all-reduces
+    // The exact kernels enqueue on the fixed-order device's stream, so NCCL's int64 all-reduces
     // order with them as with the fold.
     static CudaExactDevice exact_device(device);
     link.exact_device = &exact_device;

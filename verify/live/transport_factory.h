@@ -1,4 +1,4 @@
-// Choosing and building the live transport and the fold device a rank uses. The only file
+// Choosing and building the live transport and the fixed-order device a rank uses. The only file
 // of verify/ that knows which transports this build has.
 #pragma once
 
@@ -8,7 +8,7 @@
 #include <string>
 
 #include "core/reducer/exact_device.h"
-#include "core/reducer/fold_device.h"
+#include "core/reducer/fixed_order_device.h"
 #include "core/rendezvous/job_directory.h"
 #include "core/rendezvous/launcher_env.h"
 #include "core/transport/transport.h"
@@ -29,7 +29,7 @@ std::string available_transports();
 
 struct RankTransport {
   std::unique_ptr<Transport> transport;
-  FoldDevice* device = nullptr;         // owned by the factory (process lifetime)
+  FixedOrderDevice* device = nullptr;   // owned by the factory (process lifetime)
   ExactDevice* exact_device = nullptr;  // the same memory and queue as `device`
 };
 

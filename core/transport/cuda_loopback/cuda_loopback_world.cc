@@ -9,7 +9,7 @@
 
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/device_buffer.h"
-#include "core/cuda/exact_kernel.h"
+#include "core/cuda/exact/exact_kernel.h"
 #include "core/error.h"
 #include "core/transport/in_process/in_process_transport.h"
 
@@ -135,7 +135,7 @@ CudaLoopbackWorld::CudaLoopbackWorld(std::uint32_t world, int device,
 void CudaLoopbackWorld::leave(std::uint32_t rank) { world_.leave(rank); }
 
 std::unique_ptr<Transport> CudaLoopbackWorld::connect(std::uint32_t rank,
-                                                      const CudaFoldDevice& device) {
+                                                      const CudaFixedOrderDevice& device) {
   RV_ENFORCE_LT(InputError, rank, world_.world_size(), "cuda-loopback rank");
   RV_ENFORCE_EQ(InputError, device.device(), device_, "cuda-loopback: the GPU of rank", rank);
   return std::make_unique<CudaLoopbackTransport>(world_, rank, device.device(), device.stream(),

@@ -2,7 +2,7 @@
 // threads of this process, every rank's memory on one GPU, device-to-device copies as the
 // byte mover. It is the in-process world (core/transport/in_process) with another mover: each
 // rank's transport issues its copies with cudaMemcpyAsync on that rank's own stream (its
-// CudaFoldDevice's; one rank issuing at a time, so the W threads never contend inside the
+// CudaFixedOrderDevice's; one rank issuing at a time, so the W threads never contend inside the
 // runtime) and synchronises the stream before the meeting that releases the buffers, so the real
 // reducers (core/reducer) run over it unchanged, one rank thread per logical rank, each with its
 // own devices. The exchanges' copies into a rank are issued in a seeded shuffled order of the
@@ -25,7 +25,7 @@
 #include <memory>
 #include <mutex>
 
-#include "core/cuda/cuda_fold_device.h"
+#include "core/cuda/fixed_order/cuda_fixed_order_device.h"
 #include "core/transport/in_process/in_process_world.h"
 #include "core/transport/transport.h"
 
@@ -46,7 +46,7 @@ class CudaLoopbackWorld {
   std::uint32_t world_size() const { return world_.world_size(); }
   // Rank `rank`'s transport, copying on `device`'s stream; the world and the device must
   // outlive it. One per rank; every rank's device on the world's GPU (else InputError).
-  std::unique_ptr<Transport> connect(std::uint32_t rank, const CudaFoldDevice& device);
+  std::unique_ptr<Transport> connect(std::uint32_t rank, const CudaFixedOrderDevice& device);
   // Rank `rank` is gone (it failed and will make no more calls): whoever waits for it stops
   // waiting, with a RuntimeFailure naming it. Its transport's destructor says the same.
   void leave(std::uint32_t rank);

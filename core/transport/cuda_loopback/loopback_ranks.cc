@@ -2,8 +2,8 @@
 
 #include <string>
 
-#include "core/cuda/cuda_exact_device.h"
-#include "core/cuda/cuda_fold_device.h"
+#include "core/cuda/exact/cuda_exact_device.h"
+#include "core/cuda/fixed_order/cuda_fixed_order_device.h"
 #include "core/error.h"
 #include "core/reducer/exact_reducer.h"
 #include "core/reducer/fixed_order_reducer.h"
@@ -13,7 +13,7 @@
 namespace rv::cuda_loopback {
 namespace {
 
-FixedOrderOptions fixed_order_options(const FoldDevice& device,
+FixedOrderOptions fixed_order_options(const FixedOrderDevice& device,
                                       const LoopbackRanksOptions& options) {
   FixedOrderOptions fixed = FixedOrderOptions::for_device(device);
   if (options.piece_table_bytes != 0) fixed.piece_table_bytes = options.piece_table_bytes;
@@ -32,15 +32,16 @@ bool follows_from_a_peer(const std::exception_ptr& error) {
 
 struct LoopbackRanks::Rank {
   Rank(CudaLoopbackWorld& world, std::uint32_t rank, const LoopbackRanksOptions& options)
-      : fold(options.device),
-        exact(fold),
-        transport(world.connect(rank, fold)),
-        fixed_order(*transport, fold, fixed_order_options(fold, options)),
+      : fixed_order_device(options.device),
+        exact(fixed_order_device),
+        transport(world.connect(rank, fixed_order_device)),
+        fixed_order(*transport, fixed_order_device,
+                    fixed_order_options(fixed_order_device, options)),
         exact_reducer(*transport, exact),
-        arena([this](std::size_t n) { return fold.allocate(n); },
-              [this](float* p) { fold.free(p); }) {}
+        arena([this](std::size_t n) { return fixed_order_device.allocate(n); },
+              [this](float* p) { fixed_order_device.free(p); }) {}
 
-  CudaFoldDevice fold;
+  CudaFixedOrderDevice fixed_order_device;
   CudaExactDevice exact;
   std::unique_ptr<Transport> transport;
   FixedOrderReducer fixed_order;
@@ -93,25 +94,25 @@ std::vector<float> LoopbackRanks::reduce(std::uint32_t rank, const std::vector<f
     const Shard mine = padded_shard_plan(n, world())[rank];
     float* arena = me.arena.at_least(n + padded_shard_size(n, world()));
     float* shard = arena + n;  // apart from the arena, which the collective only reads
-    me.fold.upload(arena, input.data(), n * sizeof(float));
+    me.fixed_order_device.upload(arena, input.data(), n * sizeof(float));
     if (contract == Contract::kFixedOrder) {
       me.fixed_order.reduce_scatter(arena, n, shard, mine.count, op, dtype);
     } else {
       me.exact_reducer.reduce_scatter(arena, n, shard, mine.count, op, dtype);
     }
     std::vector<float> reduced(mine.count);
-    me.fold.download(reduced.data(), shard, mine.count * sizeof(float));
+    me.fixed_order_device.download(reduced.data(), shard, mine.count * sizeof(float));
     return reduced;
   }
   float* arena = me.arena.at_least(n);
-  me.fold.upload(arena, input.data(), n * sizeof(float));
+  me.fixed_order_device.upload(arena, input.data(), n * sizeof(float));
   if (contract == Contract::kFixedOrder) {
     me.fixed_order.all_reduce(arena, n, op, dtype);
   } else {
     me.exact_reducer.all_reduce(arena, n, op, dtype);
   }
   std::vector<float> reduced(n);
-  me.fold.download(reduced.data(), arena, n * sizeof(float));
+  me.fixed_order_device.download(reduced.data(), arena, n * sizeof(float));
   return reduced;
 }
 

@@ -3,7 +3,7 @@
 // library_sum is ncclAllReduce's own float sum (the library-sum contract; library_sum_half the
 // same over bf16/f16 elements with ncclBfloat16 / ncclFloat16), max_int an int64
 // max. The fixed-order contract uses only the byte-moving calls; its arithmetic is our fold
-// kernel (CudaFoldDevice), never NCCL's.
+// kernel (CudaFixedOrderDevice), never NCCL's.
 //
 // Overlap: given the caller's stream (NcclConnectOptions::stream), start_exchange of a plan
 // with counts_agreed enqueues the exchange on a second, transport-owned stream that starts
@@ -41,7 +41,7 @@ struct NcclConnectOptions {
   int device = 0;  // the CUDA device of this rank
   // Every wait: rendezvous (id + init together), each collective, finalize.
   std::chrono::milliseconds timeout{60000};
-  // The cudaStream_t to enqueue on, normally CudaFoldDevice::stream(): then the bytes NCCL
+  // The cudaStream_t to enqueue on, normally CudaFixedOrderDevice::stream(): then the bytes NCCL
   // moves and the folds that read them are ordered on one stream. nullptr: the transport
   // makes its own and waits for the whole device before each call.
   void* stream = nullptr;
