@@ -17,7 +17,7 @@
 #include "core/exact/exact_plan.h"
 #include "core/exact/host_exact.h"
 #include "core/oracle/reference.h"
-#include "core/transport/cuda_loopback/loopback_ranks.h"
+#include "verify/live/loopback_ranks.h"
 #include "tests/gpu/exact_kernel_test_support.h"
 #include "tests/gpu/gpu_test_support.h"
 

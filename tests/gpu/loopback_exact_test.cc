@@ -11,7 +11,7 @@
 #include "core/arena.h"
 #include "core/error.h"
 #include "core/oracle/reference.h"
-#include "core/transport/cuda_loopback/loopback_ranks.h"
+#include "verify/live/loopback_ranks.h"
 #include "tests/gpu/gpu_test_support.h"
 
 namespace rv {

@@ -17,7 +17,7 @@
 #include "core/oracle/emulated_world.h"
 #include "core/reducer/fixed_order_reducer.h"
 #include "core/shard_plan.h"
-#include "core/transport/cuda_loopback/loopback_ranks.h"
+#include "verify/live/loopback_ranks.h"
 #include "tests/gpu/gpu_test_support.h"
 
 namespace rv {

@@ -15,7 +15,7 @@
 #include "core/oracle/case_reduction.h"
 #include "core/oracle/emulated_world.h"
 #include "core/reducer/exact_device.h"
-#include "core/transport/cuda_loopback/loopback_ranks.h"
+#include "verify/live/loopback_ranks.h"
 #include "tests/gpu/gpu_test_support.h"
 
 namespace rv {

@@ -17,7 +17,7 @@
 #include "core/cuda/fixed_order/cuda_fixed_order_device.h"
 #include "core/error.h"
 #include "core/oracle/emulated_world.h"
-#include "core/transport/cuda_loopback/loopback_ranks.h"
+#include "verify/live/loopback_ranks.h"
 #include "core/transport/in_process/rank_threads.h"
 #include "tests/gpu/gpu_test_support.h"
 

@@ -70,9 +70,10 @@ std::vector<GateOutcome> run_gate_with_fault(WorldTransport transport, Mutant mu
   options.contract = selection_of(contract);
   // The exact contract's own sites are its digits dataflow's calls; everywhere else it runs
   // as `run` runs it on the host (the owners).
-  ExactOptions exact_options = ExactOptions::for_device(host_exact_device());
+  RankReducerOptions reducer_options;
+  reducer_options.exact = ExactOptions::for_device(host_exact_device());
   if (site == Site::kWindowMax || site == Site::kDigitSum) {
-    exact_options.dataflow = ExactDataflow::kDigits;
+    reducer_options.exact->dataflow = ExactDataflow::kDigits;
   }
   std::vector<FaultMemory> memory(world);
   std::vector<GateOutcome> outcomes(cases.size());
@@ -98,7 +99,7 @@ std::vector<GateOutcome> run_gate_with_fault(WorldTransport transport, Mutant mu
         run_ranks_over(transport, world, [&](std::uint32_t rank, Transport& inner) {
           FaultyTransport faulty(inner, plan, memory[rank]);
           RankReducers reducers(faulty, host_fixed_order_device(), &host_exact_device(),
-                                exact_options);
+                                reducer_options);
           if (warm_up) {
             faulty.begin_span(false);
             run_rank_cases(options, rank, world, reducers, {warm_up_case});

@@ -10,7 +10,7 @@
 #include "core/cuda/device_info.h"
 #include "core/oracle/emulated_world.h"
 #include "core/oracle/reference.h"
-#include "core/transport/cuda_loopback/loopback_ranks.h"
+#include "verify/live/loopback_ranks.h"
 #include "verify/common/raw_inputs.h"
 #endif
 

@@ -16,12 +16,13 @@
 namespace rv {
 
 RankReducers::RankReducers(Transport& transport, FixedOrderDevice& device,
-                           ExactDevice* exact_device, std::optional<ExactOptions> exact_options)
+                           ExactDevice* exact_device, const RankReducerOptions& options)
     : transport_(transport),
       device_(device),
       exact_device_(exact_device),
-      exact_options_(std::move(exact_options)),
-      fixed_order_(transport, device),
+      options_(options),
+      fixed_order_(transport, device,
+                   options.fixed_order.value_or(FixedOrderOptions::for_device(device))),
       buffer_([&device](std::size_t n) { return device.allocate(n); },
               [&device](float* p) { device.free(p); }) {}
 
@@ -41,7 +42,7 @@ ExactReducer& RankReducers::exact_reducer() {
   if (!exact_) {
     exact_ = std::make_unique<ExactReducer>(
         transport_, *exact_device_,
-        exact_options_.value_or(ExactOptions::for_device(*exact_device_)));
+        options_.exact.value_or(ExactOptions::for_device(*exact_device_)));
   }
   return *exact_;
 }
@@ -65,11 +66,10 @@ std::vector<float> RankReducers::reduce_once(const std::vector<float>& arena, Co
   return reduced;
 }
 
-std::vector<float> RankReducers::reduce_scatter_once(const std::vector<float>& arena,
-                                                     Contract contract, Op op, DType dtype) {
+std::vector<float> RankReducers::reduce_scatter_shard(const std::vector<float>& arena,
+                                                      Contract contract, Op op, DType dtype) {
   const std::size_t n = arena.size();
   const std::uint32_t world = transport_.world_size();
-  const std::size_t s = padded_shard_size(n, world);
   const Shard mine = padded_shard_plan(n, world)[transport_.rank()];
   float* buffer = buffer_.at_least(buffer_floats(n, world));
   float* shard = buffer + n;  // apart from the arena, which the collective only reads
@@ -82,9 +82,19 @@ std::vector<float> RankReducers::reduce_scatter_once(const std::vector<float>& a
     library_sum_reduce_scatter(transport_, device_, buffer, n, shard, mine.count, op, dtype);
   }
   device_.synchronize();
-  // The check, after the collective: each rank's shard (zero-padded to s) to every rank.
-  std::vector<float> own(s, 0.0f);
+  std::vector<float> own(mine.count);
   device_.download(own.data(), shard, mine.count * sizeof(float));
+  return own;
+}
+
+std::vector<float> RankReducers::reduce_scatter_once(const std::vector<float>& arena,
+                                                     Contract contract, Op op, DType dtype) {
+  const std::size_t n = arena.size();
+  const std::uint32_t world = transport_.world_size();
+  const std::size_t s = padded_shard_size(n, world);
+  // The check, after the collective: each rank's shard (zero-padded to s) to every rank.
+  std::vector<float> own = reduce_scatter_shard(arena, contract, op, dtype);
+  own.resize(s, 0.0f);
   std::vector<float> shards(s * world);
   if (s > 0) transport_.all_gather(own.data(), shards.data(), s * sizeof(float));
   shards.resize(n);

@@ -21,15 +21,20 @@
 
 namespace rv {
 
+// The reducers' options where a caller sets them (nullopt: for_device's).
+struct RankReducerOptions {
+  std::optional<FixedOrderOptions> fixed_order;  // the loopback tests' smaller piece tables
+  std::optional<ExactOptions> exact;             // the mutation matrix's dataflow
+};
+
 // One rank's reducers over one transport and its devices, kept across cases (their scratch
-// and the arena buffer are reused). The references must outlive it.
+// and the arena buffer are reused). The references must outlive it. `run`'s ranks and the
+// one-GPU loopback world's (loopback_ranks.h) both reduce through it.
 class RankReducers {
  public:
   // `exact_device` may be null: exact cases are then an InputError naming the transport.
-  // `exact_options`: the exact reducer's (nullopt: ExactOptions::for_device; the mutation
-  // matrix picks the dataflow).
   RankReducers(Transport& transport, FixedOrderDevice& device, ExactDevice* exact_device,
-               std::optional<ExactOptions> exact_options = std::nullopt);
+               const RankReducerOptions& options = {});
   ~RankReducers();
   RankReducers(const RankReducers&) = delete;
   RankReducers& operator=(const RankReducers&) = delete;
@@ -45,6 +50,10 @@ class RankReducers {
   std::vector<float> reduce_once(const std::vector<float>& arena, Contract contract, Op op,
                                  DType dtype = DType::kF32,
                                  Collective coll = Collective::kAllReduce);
+  // The reduce-scatter alone: this rank's shard of FSDP's padded plan (its out_count
+  // elements, the padding dropped), with no gather after it.
+  std::vector<float> reduce_scatter_shard(const std::vector<float>& arena, Contract contract,
+                                          Op op, DType dtype = DType::kF32);
   // The device buffer a case of n elements needs: its arena, and a reduce-scatter's shard.
   static std::size_t buffer_floats(std::size_t n, std::uint32_t world);
   // Grows the device buffer to `n` floats now, so a run allocates it once.
@@ -58,7 +67,7 @@ class RankReducers {
   Transport& transport_;
   FixedOrderDevice& device_;
   ExactDevice* exact_device_;
-  std::optional<ExactOptions> exact_options_;
+  RankReducerOptions options_;
   FixedOrderReducer fixed_order_;
   std::unique_ptr<ExactReducer> exact_;  // made at the first exact case
   GrowingScratch<float> buffer_;          // the case's arena (and shard), kept across cases

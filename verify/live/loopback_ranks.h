@@ -1,8 +1,8 @@
 // The W logical ranks of a one-GPU loopback world (cuda_loopback_world.h), as rank threads
 // (core/transport/in_process/rank_threads.h) that stay up between reductions, each with its
-// own CudaFixedOrderDevice (its own stream), CudaExactDevice, loopback transport and the real
-// reducers over them (FixedOrderReducer, ExactReducer): the one dataflow of each contract, on
-// one GPU. `run --transport cuda-loopback` and the GPU tests reduce cases on it.
+// own CudaFixedOrderDevice (its own stream), CudaExactDevice, loopback transport and `run`'s
+// per-rank reducers over them (RankReducers, rank_cases.h): the one dataflow of each
+// contract, on one GPU. `run --transport cuda-loopback` and the GPU tests reduce cases on it.
 // No CUDA types here.
 #pragma once
 

@@ -1,23 +1,25 @@
-#include "core/transport/cuda_loopback/loopback_ranks.h"
+#include "verify/live/loopback_ranks.h"
 
 #include <string>
 
 #include "core/cuda/exact/cuda_exact_device.h"
 #include "core/cuda/fixed_order/cuda_fixed_order_device.h"
 #include "core/error.h"
-#include "core/reducer/exact_reducer.h"
 #include "core/reducer/fixed_order_reducer.h"
-#include "core/reducer/growing_scratch.h"
-#include "core/shard_plan.h"
+#include "verify/live/rank_cases.h"
 
 namespace rv::cuda_loopback {
 namespace {
 
-FixedOrderOptions fixed_order_options(const FixedOrderDevice& device,
-                                      const LoopbackRanksOptions& options) {
-  FixedOrderOptions fixed = FixedOrderOptions::for_device(device);
-  if (options.piece_table_bytes != 0) fixed.piece_table_bytes = options.piece_table_bytes;
-  return fixed;
+RankReducerOptions reducer_options(const FixedOrderDevice& device,
+                                   const LoopbackRanksOptions& options) {
+  RankReducerOptions reducers;
+  if (options.piece_table_bytes != 0) {
+    FixedOrderOptions fixed = FixedOrderOptions::for_device(device);
+    fixed.piece_table_bytes = options.piece_table_bytes;
+    reducers.fixed_order = fixed;
+  }
+  return reducers;
 }
 
 // A peer's "gone" or a deadline follows from another rank's failure: reported only when no
@@ -35,18 +37,13 @@ struct LoopbackRanks::Rank {
       : fixed_order_device(options.device),
         exact(fixed_order_device),
         transport(world.connect(rank, fixed_order_device)),
-        fixed_order(*transport, fixed_order_device,
-                    fixed_order_options(fixed_order_device, options)),
-        exact_reducer(*transport, exact),
-        arena([this](std::size_t n) { return fixed_order_device.allocate(n); },
-              [this](float* p) { fixed_order_device.free(p); }) {}
+        reducers(*transport, fixed_order_device, &exact,
+                 reducer_options(fixed_order_device, options)) {}
 
   CudaFixedOrderDevice fixed_order_device;
   CudaExactDevice exact;
   std::unique_ptr<Transport> transport;
-  FixedOrderReducer fixed_order;
-  ExactReducer exact_reducer;
-  GrowingScratch<float> arena;  // the reduction's arena (and shard), grown when one needs more
+  RankReducers reducers;  // run's per-rank reducers, here over the loopback transport
 };
 
 LoopbackRanks::LoopbackRanks(std::uint32_t world, const LoopbackRanksOptions& options)
@@ -89,31 +86,10 @@ std::vector<float> LoopbackRanks::reduce(std::uint32_t rank, const std::vector<f
   if (contract == Contract::kLibrarySum) {
     throw InputError("cuda-loopback has no library sum (one process)");
   }
-  const std::size_t n = input.size();
   if (coll == Collective::kReduceScatter) {
-    const Shard mine = padded_shard_plan(n, world())[rank];
-    float* arena = me.arena.at_least(n + padded_shard_size(n, world()));
-    float* shard = arena + n;  // apart from the arena, which the collective only reads
-    me.fixed_order_device.upload(arena, input.data(), n * sizeof(float));
-    if (contract == Contract::kFixedOrder) {
-      me.fixed_order.reduce_scatter(arena, n, shard, mine.count, op, dtype);
-    } else {
-      me.exact_reducer.reduce_scatter(arena, n, shard, mine.count, op, dtype);
-    }
-    std::vector<float> reduced(mine.count);
-    me.fixed_order_device.download(reduced.data(), shard, mine.count * sizeof(float));
-    return reduced;
+    return me.reducers.reduce_scatter_shard(input, contract, op, dtype);
   }
-  float* arena = me.arena.at_least(n);
-  me.fixed_order_device.upload(arena, input.data(), n * sizeof(float));
-  if (contract == Contract::kFixedOrder) {
-    me.fixed_order.all_reduce(arena, n, op, dtype);
-  } else {
-    me.exact_reducer.all_reduce(arena, n, op, dtype);
-  }
-  std::vector<float> reduced(n);
-  me.fixed_order_device.download(reduced.data(), arena, n * sizeof(float));
-  return reduced;
+  return me.reducers.reduce_once(input, contract, op, dtype);
 }
 
 std::vector<std::vector<float>> LoopbackRanks::all_reduce(
