@@ -27,10 +27,8 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <functional>
 #include <memory>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -38,7 +36,6 @@
 #include "bench/cuda/read_probe.h"
 #include "core/arena.h"
 #include "core/cuda/device_buffer.h"
-#include "core/cuda/device_info.h"
 #include "core/cuda/exact/exact_kernel.h"
 #include "core/exact/exact_law.h"
 #include "core/exact/exact_plan.h"
@@ -301,15 +298,8 @@ BENCHMARK(BM_ExactStacked)
     ->Iterations(kIterations)
     ->Unit(benchmark::kMillisecond);
 
-void add_context() {
-  const CudaInfo info = cuda_info();
-  benchmark::AddCustomContext("cuda_driver", cuda_version_text(info.driver_version));
-  benchmark::AddCustomContext("cuda_runtime", cuda_version_text(info.runtime_version));
-  if (!info.gpus.empty()) {
-    benchmark::AddCustomContext("gpu", describe(info.gpus[0]));
-    benchmark::AddCustomContext("gpu_pci_bus_id", info.gpus[0].pci_bus_id);
-  }
-  benchmark::AddCustomContext("nvidia_driver", info.driver_release);
+// bench_cuda_exact's own context, beside the harness's (it makes the workload).
+void add_exact_context() {
   benchmark::AddCustomContext("values", std::to_string(kValues) + " normal floats (seed 42)");
   benchmark::AddCustomContext("world", std::to_string(kWorld));
   const Workload& w = workload();
@@ -322,15 +312,5 @@ void add_context() {
 }  // namespace rv
 
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  if (!rv::cuda_device_present()) {
-    std::printf("bench_cuda_exact: no CUDA device (%s); nothing to measure\n",
-                rv::cuda_info().status.c_str());
-    return 0;
-  }
-  rv::add_context();
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return rv::bench::run_cuda_benchmarks(argc, argv, "bench_cuda_exact", rv::add_exact_context);
 }

@@ -22,17 +22,13 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <cstdio>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "bench/cuda/harness.h"
 #include "core/arena.h"
 #include "core/cuda/device_buffer.h"
-#include "core/cuda/device_info.h"
 #include "core/cuda/fixed_order/fold_kernel.h"
-#include "core/transport/nccl/nccl_library.h"
 
 namespace rv {
 namespace {
@@ -156,20 +152,8 @@ BENCHMARK(BM_FoldVsCopy)
     ->Iterations(kIterations)
     ->Unit(benchmark::kMillisecond);
 
-void add_context() {
-  const CudaInfo info = cuda_info();
-  benchmark::AddCustomContext("cuda_driver", cuda_version_text(info.driver_version));
-  benchmark::AddCustomContext("cuda_runtime", cuda_version_text(info.runtime_version));
-  if (!info.gpus.empty()) {
-    benchmark::AddCustomContext("gpu", describe(info.gpus[0]));
-    benchmark::AddCustomContext("gpu_pci_bus_id", info.gpus[0].pci_bus_id);
-  }
-  benchmark::AddCustomContext("nvidia_driver", info.driver_release);
-  try {
-    benchmark::AddCustomContext("nccl", NcclLibrary::load().describe());
-  } catch (const std::exception& e) {
-    benchmark::AddCustomContext("nccl", std::string("not loaded: ") + e.what());
-  }
+// bench_cuda's own context, beside the harness's.
+void add_fold_context() {
   std::string shapes;
   for (const std::uint32_t world : kWorlds) {
     shapes += (shapes.empty() ? "" : ", ") + std::string("W=") + std::to_string(world) + ": " +
@@ -187,15 +171,5 @@ void add_context() {
 }  // namespace rv
 
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  if (!rv::cuda_device_present()) {
-    std::printf("bench_cuda: no CUDA device (%s); nothing to measure\n",
-                rv::cuda_info().status.c_str());
-    return 0;
-  }
-  rv::add_context();
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return rv::bench::run_cuda_benchmarks(argc, argv, "bench_cuda", rv::add_fold_context);
 }

@@ -27,7 +27,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <map>
-#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,7 +34,6 @@
 #include "bench/cuda/harness.h"
 #include "core/arena.h"
 #include "core/cuda/device_buffer.h"
-#include "core/cuda/device_info.h"
 #include "core/cuda/half_stacked_kernel.h"
 #include "core/dtype_law.h"
 
@@ -251,15 +249,8 @@ BENCHMARK(BM_HalfVsCopy)
     ->Iterations(kIterations)
     ->Unit(benchmark::kMillisecond);
 
-void add_context() {
-  const CudaInfo info = cuda_info();
-  benchmark::AddCustomContext("cuda_driver", cuda_version_text(info.driver_version));
-  benchmark::AddCustomContext("cuda_runtime", cuda_version_text(info.runtime_version));
-  if (!info.gpus.empty()) {
-    benchmark::AddCustomContext("gpu", describe(info.gpus[0]));
-    benchmark::AddCustomContext("gpu_pci_bus_id", info.gpus[0].pci_bus_id);
-  }
-  benchmark::AddCustomContext("nvidia_driver", info.driver_release);
+// bench_cuda_half's own context, beside the harness's.
+void add_half_context() {
   benchmark::AddCustomContext("data", "normal arenas of the dtype, seed 42");
 }
 
@@ -267,17 +258,8 @@ void add_context() {
 }  // namespace rv
 
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  if (!rv::cuda_device_present()) {
-    std::printf("bench_cuda_half: no CUDA device (%s); nothing to measure\n",
-                rv::cuda_info().status.c_str());
-    return 0;
-  }
-  rv::add_context();
-  benchmark::RunSpecifiedBenchmarks();
-  rv::kept = rv::Tables{};
-  rv::print_summary();
-  benchmark::Shutdown();
-  return 0;
+  return rv::bench::run_cuda_benchmarks(argc, argv, "bench_cuda_half", rv::add_half_context, [] {
+    rv::kept = rv::Tables{};  // the last case's tables, freed before the summary
+    rv::print_summary();
+  });
 }

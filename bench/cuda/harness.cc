@@ -1,6 +1,11 @@
 #include "bench/cuda/harness.h"
 
 #include <cstdint>
+#include <cstdio>
+#include <exception>
+
+#include "core/cuda/device_info.h"
+#include "core/transport/nccl/nccl_library.h"
 
 namespace rv::bench {
 namespace {
@@ -17,6 +22,22 @@ class Event {
  private:
   cudaEvent_t event_ = nullptr;
 };
+
+void add_shared_context() {
+  const CudaInfo info = cuda_info();
+  benchmark::AddCustomContext("cuda_driver", cuda_version_text(info.driver_version));
+  benchmark::AddCustomContext("cuda_runtime", cuda_version_text(info.runtime_version));
+  if (!info.gpus.empty()) {
+    benchmark::AddCustomContext("gpu", describe(info.gpus[0]));
+    benchmark::AddCustomContext("gpu_pci_bus_id", info.gpus[0].pci_bus_id);
+  }
+  benchmark::AddCustomContext("nvidia_driver", info.driver_release);
+  try {
+    benchmark::AddCustomContext("nccl", NcclLibrary::load().describe());
+  } catch (const std::exception& e) {
+    benchmark::AddCustomContext("nccl", std::string("not loaded: ") + e.what());
+  }
+}
 
 }  // namespace
 
@@ -64,6 +85,24 @@ double time_kernel_against_copy(benchmark::State& state, cudaStream_t stream,
   state.counters[counters.median_ms] = median(kernel_ms);
   state.counters["copy_median_ms"] = median(copy_ms);
   return kernel_bw / copy_bw;
+}
+
+int run_cuda_benchmarks(int argc, char** argv, const char* program,
+                        const std::function<void()>& extra_context,
+                        const std::function<void()>& after) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  if (!cuda_device_present()) {
+    std::printf("%s: no CUDA device (%s); nothing to measure\n", program,
+                cuda_info().status.c_str());
+    return 0;
+  }
+  add_shared_context();
+  if (extra_context) extra_context();
+  benchmark::RunSpecifiedBenchmarks();
+  if (after) after();
+  benchmark::Shutdown();
+  return 0;
 }
 
 }  // namespace rv::bench

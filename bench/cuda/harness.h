@@ -1,5 +1,8 @@
 // What the CUDA benchmark programs share (nccl-tests' common.cu is the model): the timing
-// constants, a CUDA status check and the median, and the one kernel-against-copy timer.
+// constants, a CUDA status check and the median; the one kernel-against-copy timer; and the
+// body of every program's main (arguments, the no-device exit, the context every result
+// carries). Each program keeps its own benchmarks and its own context; bench_nccl, several
+// processes with its own JSON, has a main of its own.
 #pragma once
 
 #include <benchmark/benchmark.h>
@@ -55,5 +58,14 @@ struct KernelCounters {
 double time_kernel_against_copy(benchmark::State& state, cudaStream_t stream,
                                 const std::function<void()>& kernel, double kernel_bytes,
                                 const DeviceCopy& copy, const KernelCounters& counters = {});
+
+// The whole of a CUDA benchmark program's main: Google Benchmark's arguments (unknown ones:
+// 1), no CUDA device: "<program>: no CUDA device (…); nothing to measure" and 0; otherwise
+// the context every program records (CUDA driver and runtime, GPU, PCI bus id, NVIDIA
+// driver, NCCL when it loads), then `extra_context` (the program's own), the benchmarks,
+// then `after` (e.g. a summary) before Shutdown.
+int run_cuda_benchmarks(int argc, char** argv, const char* program,
+                        const std::function<void()>& extra_context,
+                        const std::function<void()>& after = {});
 
 }  // namespace rv::bench
