@@ -17,10 +17,10 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "bench/cuda/harness.h"
 #include "core/arena.h"
 #include "core/cuda/accumulator/accumulator_kernel.h"
 #include "core/cuda/accumulator/cuda_accumulator.h"
@@ -33,12 +33,10 @@ namespace {
 constexpr std::size_t kCount = std::size_t{64} << 20;
 constexpr int kBatches = 4;
 
-void ok(cudaError_t status, const char* what) {
-  if (status != cudaSuccess) {
-    throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
-  }
-}
+using bench::check;
 
+// Not bench::median: of an even count (the export's 10 iterations) it takes the upper middle
+// value, which keeps these counters comparable with the accumulator's results in bench/results/.
 double median_of(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v[v.size() / 2];
@@ -65,10 +63,10 @@ double copy_seconds(const Batches& b, int repeats) {
   std::vector<double> s;
   for (int i = 0; i < repeats; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
-    ok(cudaMemcpyAsync(b.copy_target.data(), b.gradients[0]->data(), kCount * sizeof(float),
-                       cudaMemcpyDeviceToDevice, nullptr),
-       "copy");
-    ok(cudaStreamSynchronize(nullptr), "sync");
+    check(cudaMemcpyAsync(b.copy_target.data(), b.gradients[0]->data(), kCount * sizeof(float),
+                          cudaMemcpyDeviceToDevice, nullptr),
+          "copy");
+    check(cudaStreamSynchronize(nullptr), "sync");
     s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   return median_of(s);
@@ -129,19 +127,19 @@ void BM_AccumulatorAddKernel(benchmark::State& state) {
                             static_cast<std::uint32_t*>(needed.data()),
                             kCount};
   cudaEvent_t start, stop;
-  ok(cudaEventCreate(&start), "event");
-  ok(cudaEventCreate(&stop), "event");
+  check(cudaEventCreate(&start), "event");
+  check(cudaEventCreate(&stop), "event");
   for (int r = 0; r < kBatches; ++r)
     launch_accumulator_add(st, b.gradients[r]->floats(), 0, kCount, nullptr);
   std::vector<double> s;
   int i = 0;
   for (auto _ : state) {
-    ok(cudaEventRecord(start, nullptr), "record");
+    check(cudaEventRecord(start, nullptr), "record");
     launch_accumulator_add(st, b.gradients[i++ % kBatches]->floats(), 0, kCount, nullptr);
-    ok(cudaEventRecord(stop, nullptr), "record");
-    ok(cudaEventSynchronize(stop), "sync");
+    check(cudaEventRecord(stop, nullptr), "record");
+    check(cudaEventSynchronize(stop), "sync");
     float ms = 0;
-    ok(cudaEventElapsedTime(&ms, start, stop), "elapsed");
+    check(cudaEventElapsedTime(&ms, start, stop), "elapsed");
     s.push_back(ms / 1e3);
     state.SetIterationTime(ms / 1e3);
   }
@@ -168,7 +166,7 @@ void BM_AccumulatorExportAndFinish(benchmark::State& state) {
     acc.export_digits(static_cast<std::int64_t*>(digits.data()), nullptr);
     acc.finish(static_cast<std::int64_t*>(digits.data()), Op::kMean, 8, DType::kF32, out.floats(),
                nullptr);
-    ok(cudaStreamSynchronize(nullptr), "sync");
+    check(cudaStreamSynchronize(nullptr), "sync");
     const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     s.push_back(t);
     state.SetIterationTime(t);

@@ -15,7 +15,7 @@
 #include <memory>
 #include <vector>
 
-#include "bench/cuda/bench_timing.h"
+#include "bench/cuda/harness.h"
 #include "bench/cuda/read_probe.h"
 #include "core/cuda/device_buffer.h"
 #include "core/cuda/device_info.h"

@@ -1,9 +1,9 @@
 // The exact contract's kernels against cudaMemcpy device-to-device, measured in the same run
 // on the same device: 256 MiB of `normal` floats (64 Mi elements, one limb per element, as
 // every block of gradient-like data gets), the plan of a world of 8. Each kernel and a copy
-// are timed with CUDA events, alternately in each iteration (so both see the same clocks),
-// after a warm-up, each enqueued while the device is still busy with the work before it (no
-// launch gaps in the timings); the counters are medians.
+// are timed (harness.h) with CUDA events, alternately in each iteration (so both see the same
+// clocks), after a warm-up, each enqueued while the device is still busy with the work before it
+// (no launch gaps in the timings); the counters are medians.
 //   encode traffic:    4 B read + 8 B written per element (the digits)
 //   round traffic:     8 B read + 4 B written per element
 //   agreement traffic: 4 B read per element + 24 B written per 1024 elements
@@ -27,18 +27,15 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <functional>
 #include <memory>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "bench/cuda/bench_timing.h"
+#include "bench/cuda/harness.h"
 #include "bench/cuda/read_probe.h"
 #include "core/arena.h"
 #include "core/cuda/device_buffer.h"
-#include "core/cuda/device_info.h"
 #include "core/cuda/exact/exact_kernel.h"
 #include "core/exact/exact_law.h"
 #include "core/exact/exact_plan.h"
@@ -53,8 +50,6 @@ constexpr std::uint32_t kWorld = 8;
 constexpr std::uint32_t kLargestStackedWorld = 8;
 using bench::check;
 using bench::kIterations;
-using bench::kWarmup;
-using bench::median;
 
 // Everything the kernels read and write, made once for all benchmarks: the values, their
 // plan (agreement words through the kernel, the plan on the host), the digits, the sums of
@@ -153,60 +148,16 @@ Workload& workload() {
   return w;
 }
 
-// Times `kernel` (moving `bytes`) against a copy of bytes / 2 and fills the counters.
+// Times `kernel` (moving `bytes`) against a copy of bytes / 2 (the same bytes moved) and adds
+// the bytes per element to the harness's counters.
 void measure(benchmark::State& state, const std::function<void()>& kernel, double bytes,
              const std::string& label) {
   Workload& w = workload();
-  const auto copy_bytes = static_cast<std::size_t>(bytes / 2);
-  const auto copy = [&] {
-    check(cudaMemcpyAsync(w.copy_target.data(), w.copy_source.data(), copy_bytes,
-                          cudaMemcpyDeviceToDevice, w.stream),
-          "copy");
-  };
-  cudaEvent_t start, kernel_done, copy_done;
-  check(cudaEventCreate(&start), "event");
-  check(cudaEventCreate(&kernel_done), "event");
-  check(cudaEventCreate(&copy_done), "event");
-  for (int i = 0; i < kWarmup; ++i) {
-    kernel();
-    copy();
-  }
-  check(cudaStreamSynchronize(w.stream), "warm-up");
-
-  std::vector<double> kernel_ms, copy_ms;
-  for (auto _ : state) {
-    // A lead-in copy keeps the stream busy while the timed kernel and copy are enqueued: an
-    // event recorded on an idle stream would count the host's launch latency as device time.
-    copy();
-    check(cudaEventRecord(start, w.stream), "record");
-    kernel();
-    check(cudaEventRecord(kernel_done, w.stream), "record");
-    copy();
-    check(cudaEventRecord(copy_done, w.stream), "record");
-    check(cudaEventSynchronize(copy_done), "sync");
-    float k = 0, c = 0;
-    check(cudaEventElapsedTime(&k, start, kernel_done), "elapsed");
-    check(cudaEventElapsedTime(&c, kernel_done, copy_done), "elapsed");
-    kernel_ms.push_back(k);
-    copy_ms.push_back(c);
-    state.SetIterationTime(k / 1e3);
-  }
-  check(cudaGetLastError(), "kernel");
-
-  const double kernel_bw = bytes / (median(kernel_ms) / 1e3);
-  const double copy_bw = 2.0 * static_cast<double>(copy_bytes) / (median(copy_ms) / 1e3);
-  state.SetBytesProcessed(static_cast<std::int64_t>(bytes) * state.iterations());
-  state.counters["kernel_GBps"] = kernel_bw / 1e9;
-  state.counters["copy_GBps"] = copy_bw / 1e9;
-  state.counters["copy_fraction"] = kernel_bw / copy_bw;
-  state.counters["kernel_median_ms"] = median(kernel_ms);
-  state.counters["copy_median_ms"] = median(copy_ms);
+  bench::time_kernel_against_copy(
+      state, w.stream, kernel, bytes,
+      {w.copy_target.data(), w.copy_source.data(), static_cast<std::size_t>(bytes / 2)});
   state.counters["bytes_per_element"] = bytes / static_cast<double>(kValues);
   state.SetLabel(label);
-
-  cudaEventDestroy(start);
-  cudaEventDestroy(kernel_done);
-  cudaEventDestroy(copy_done);
 }
 
 void BM_ExactAgreement(benchmark::State& state) {
@@ -347,15 +298,8 @@ BENCHMARK(BM_ExactStacked)
     ->Iterations(kIterations)
     ->Unit(benchmark::kMillisecond);
 
-void add_context() {
-  const CudaInfo info = cuda_info();
-  benchmark::AddCustomContext("cuda_driver", cuda_version_text(info.driver_version));
-  benchmark::AddCustomContext("cuda_runtime", cuda_version_text(info.runtime_version));
-  if (!info.gpus.empty()) {
-    benchmark::AddCustomContext("gpu", describe(info.gpus[0]));
-    benchmark::AddCustomContext("gpu_pci_bus_id", info.gpus[0].pci_bus_id);
-  }
-  benchmark::AddCustomContext("nvidia_driver", info.driver_release);
+// bench_cuda_exact's own context, beside the harness's (it makes the workload).
+void add_exact_context() {
   benchmark::AddCustomContext("values", std::to_string(kValues) + " normal floats (seed 42)");
   benchmark::AddCustomContext("world", std::to_string(kWorld));
   const Workload& w = workload();
@@ -368,15 +312,5 @@ void add_context() {
 }  // namespace rv
 
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  if (!rv::cuda_device_present()) {
-    std::printf("bench_cuda_exact: no CUDA device (%s); nothing to measure\n",
-                rv::cuda_info().status.c_str());
-    return 0;
-  }
-  rv::add_context();
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return rv::bench::run_cuda_benchmarks(argc, argv, "bench_cuda_exact", rv::add_exact_context);
 }

@@ -1,8 +1,8 @@
 // The fold kernel against cudaMemcpy device-to-device, measured in the same run on the same
-// device: W stacked slots of 256 MiB each. Both are timed with CUDA events, alternately in
-// each iteration (so both see the same clocks), after a warm-up, each enqueued while the
-// device is still busy with the work before it (no launch gaps in the timings); the
-// counters are medians.
+// device: W stacked slots of 256 MiB each. Both are timed (harness.h) with CUDA events,
+// alternately in each iteration (so both see the same clocks), after a warm-up, each enqueued while
+// the device is still busy with the work before it (no launch gaps in the timings); the counters
+// are medians.
 //   fold traffic: W slots read + 1 written = (W + 1) × 256 MiB
 //   copy traffic: the same W slots read + written elsewhere = 2 × W × 256 MiB
 //   copy_fraction = fold bandwidth / copy bandwidth (target ≥ 0.95 on the H200, at every
@@ -22,17 +22,13 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <cstdio>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "bench/cuda/bench_timing.h"
+#include "bench/cuda/harness.h"
 #include "core/arena.h"
 #include "core/cuda/device_buffer.h"
-#include "core/cuda/device_info.h"
 #include "core/cuda/fixed_order/fold_kernel.h"
-#include "core/transport/nccl/nccl_library.h"
 
 namespace rv {
 namespace {
@@ -41,8 +37,6 @@ constexpr std::size_t kSlotBytes = std::size_t{256} << 20;
 constexpr std::size_t kSlotFloats = kSlotBytes / sizeof(float);
 using bench::check;
 using bench::kIterations;
-using bench::kWarmup;
-using bench::median;
 
 // One slot of gradient-like values, made once: timing on zeros could flatter the kernel.
 const std::vector<float>& slot_values() {
@@ -90,56 +84,16 @@ void BM_FoldVsCopy(benchmark::State& state) {
   }
   cudaStream_t stream = nullptr;
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
-  cudaEvent_t start, folded, copied;
-  check(cudaEventCreate(&start), "event");
-  check(cudaEventCreate(&folded), "event");
-  check(cudaEventCreate(&copied), "event");
 
-  const auto fold = [&] {
-    detail::launch_fold_stacked_shaped(stacked, world, stride, kSlotFloats, Op::kMean, fold_out,
-                                       stream, shape, realign);
-  };
-  const auto copy = [&] {
-    check(cudaMemcpyAsync(copy_target.data(), table.data(), table_floats * sizeof(float),
-                          cudaMemcpyDeviceToDevice, stream),
-          "copy");
-  };
-  for (int i = 0; i < kWarmup; ++i) {
-    fold();
-    copy();
-  }
-  check(cudaStreamSynchronize(stream), "warm-up");
-
-  std::vector<double> fold_ms, copy_ms;
-  for (auto _ : state) {
-    // A lead-in copy keeps the stream busy while the timed fold and copy are enqueued: an
-    // event recorded on an idle stream would count the host's launch latency as device time.
-    copy();
-    check(cudaEventRecord(start, stream), "record");
-    fold();
-    check(cudaEventRecord(folded, stream), "record");
-    copy();
-    check(cudaEventRecord(copied, stream), "record");
-    check(cudaEventSynchronize(copied), "sync");
-    float f = 0, c = 0;
-    check(cudaEventElapsedTime(&f, start, folded), "elapsed");
-    check(cudaEventElapsedTime(&c, folded, copied), "elapsed");
-    fold_ms.push_back(f);
-    copy_ms.push_back(c);
-    state.SetIterationTime(f / 1e3);
-  }
-  check(cudaGetLastError(), "kernel");
-
-  const double fold_bytes = static_cast<double>(world + 1) * kSlotBytes;
-  const double copy_bytes = 2.0 * static_cast<double>(table_floats) * sizeof(float);
-  const double fold_bw = fold_bytes / (median(fold_ms) / 1e3);
-  const double copy_bw = copy_bytes / (median(copy_ms) / 1e3);
-  state.SetBytesProcessed(static_cast<std::int64_t>(fold_bytes) * state.iterations());
-  state.counters["fold_GBps"] = fold_bw / 1e9;
-  state.counters["copy_GBps"] = copy_bw / 1e9;
-  state.counters["copy_fraction"] = fold_bw / copy_bw;
-  state.counters["fold_median_ms"] = median(fold_ms);
-  state.counters["copy_median_ms"] = median(copy_ms);
+  bench::time_kernel_against_copy(state, stream,
+                                  [&] {
+                                    detail::launch_fold_stacked_shaped(
+                                        stacked, world, stride, kSlotFloats, Op::kMean, fold_out,
+                                        stream, shape, realign);
+                                  },
+                                  static_cast<double>(world + 1) * kSlotBytes,
+                                  {copy_target.data(), table.data(), table_floats * sizeof(float)},
+                                  {"fold_GBps", "fold_median_ms"});
   const detail::FoldPath path = detail::fold_path(stacked, world, stride, kSlotFloats, fold_out);
   std::string label = std::string(detail::to_string(shape)) + " " + detail::to_string(path);
   if (path == detail::FoldPath::kRealigned) label += std::string("/") + detail::to_string(realign);
@@ -149,10 +103,6 @@ void BM_FoldVsCopy(benchmark::State& state) {
     label += " (default)";
   }
   state.SetLabel(label);
-
-  cudaEventDestroy(start);
-  cudaEventDestroy(folded);
-  cudaEventDestroy(copied);
   cudaStreamDestroy(stream);
 }
 
@@ -177,8 +127,8 @@ void fold_arguments(benchmark::internal::Benchmark* b) {
     const auto world = static_cast<std::int64_t>(w);
     const std::int64_t vector_shape =
         index_of(detail::kAllFoldShapes, detail::default_fold_shape(detail::FoldPath::kVector, w));
-    const std::int64_t shape =
-        index_of(detail::kAllFoldShapes, detail::default_fold_shape(detail::FoldPath::kRealigned, w));
+    const std::int64_t shape = index_of(
+        detail::kAllFoldShapes, detail::default_fold_shape(detail::FoldPath::kRealigned, w));
     b->Args({world, vector_shape, kAligned, realign});
     for (std::int64_t s = 0; s < shapes; ++s) {
       if (s != vector_shape) b->Args({world, s, kAligned, realign});
@@ -202,20 +152,8 @@ BENCHMARK(BM_FoldVsCopy)
     ->Iterations(kIterations)
     ->Unit(benchmark::kMillisecond);
 
-void add_context() {
-  const CudaInfo info = cuda_info();
-  benchmark::AddCustomContext("cuda_driver", cuda_version_text(info.driver_version));
-  benchmark::AddCustomContext("cuda_runtime", cuda_version_text(info.runtime_version));
-  if (!info.gpus.empty()) {
-    benchmark::AddCustomContext("gpu", describe(info.gpus[0]));
-    benchmark::AddCustomContext("gpu_pci_bus_id", info.gpus[0].pci_bus_id);
-  }
-  benchmark::AddCustomContext("nvidia_driver", info.driver_release);
-  try {
-    benchmark::AddCustomContext("nccl", NcclLibrary::load().describe());
-  } catch (const std::exception& e) {
-    benchmark::AddCustomContext("nccl", std::string("not loaded: ") + e.what());
-  }
+// bench_cuda's own context, beside the harness's.
+void add_fold_context() {
   std::string shapes;
   for (const std::uint32_t world : kWorlds) {
     shapes += (shapes.empty() ? "" : ", ") + std::string("W=") + std::to_string(world) + ": " +
@@ -233,15 +171,5 @@ void add_context() {
 }  // namespace rv
 
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  if (!rv::cuda_device_present()) {
-    std::printf("bench_cuda: no CUDA device (%s); nothing to measure\n",
-                rv::cuda_info().status.c_str());
-    return 0;
-  }
-  rv::add_context();
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return rv::bench::run_cuda_benchmarks(argc, argv, "bench_cuda", rv::add_fold_context);
 }

@@ -1,8 +1,8 @@
 // The native bf16/f16 stacked kernels (core/cuda/half_stacked_kernel.h) against cudaMemcpy
 // device-to-device, measured as bench_cuda measures the f32 fold (fold_bench.cc): W stacked
-// slots of n 2-byte elements, the kernel and the copy timed with CUDA events alternately in
-// each iteration, each enqueued while the device is still busy with the work before it, after
-// a warm-up; the counters are medians.
+// slots of n 2-byte elements, the kernel and the copy timed (harness.h) with CUDA events
+// alternately in each iteration, each enqueued while the device is still busy with the work before
+// it, after a warm-up; the counters are medians.
 //   kernel traffic: W slots read + 1 written = (W + 1) × 2n bytes
 //   copy traffic:   the same W slots read + written elsewhere = 2 × (table bytes)
 //   copy_fraction = kernel bandwidth / copy bandwidth (target ≥ 0.9 on the H200)
@@ -27,15 +27,13 @@
 #include <cstdint>
 #include <cstdio>
 #include <map>
-#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "bench/cuda/bench_timing.h"
+#include "bench/cuda/harness.h"
 #include "core/arena.h"
 #include "core/cuda/device_buffer.h"
-#include "core/cuda/device_info.h"
 #include "core/cuda/half_stacked_kernel.h"
 #include "core/dtype_law.h"
 
@@ -44,8 +42,6 @@ namespace {
 
 using bench::check;
 using bench::kIterations;
-using bench::kWarmup;
-using bench::median;
 
 struct Layout {
   const char* name;
@@ -147,59 +143,20 @@ void BM_HalfVsCopy(benchmark::State& state) {
   kept.layout = state.range(4);
   cudaStream_t stream = nullptr;
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
-  cudaEvent_t start, reduced, copied;
-  check(cudaEventCreate(&start), "event");
-  check(cudaEventCreate(&reduced), "event");
-  check(cudaEventCreate(&copied), "event");
 
-  const auto run = [&] {
-    if (kernel == Kernel::kFold) {
-      detail::cuda_fold_stacked_half_shaped(stacked, world, stride, n, op, dtype, result, stream,
-                                            fold_shape);
-    } else {
-      detail::cuda_exact_stacked_half_shaped(stacked, world, stride, n, op, dtype, result, stream,
-                                             shape);
-    }
-  };
-  const auto copy = [&] {
-    check(cudaMemcpyAsync(copy_target.data(), table.data(), table_elements * 2,
-                          cudaMemcpyDeviceToDevice, stream),
-          "copy");
-  };
-  for (int i = 0; i < kWarmup; ++i) {
-    run();
-    copy();
-  }
-  check(cudaStreamSynchronize(stream), "warm-up");
-
-  std::vector<double> kernel_ms, copy_ms;
-  for (auto _ : state) {
-    copy();  // keeps the stream busy while the timed work is enqueued
-    check(cudaEventRecord(start, stream), "record");
-    run();
-    check(cudaEventRecord(reduced, stream), "record");
-    copy();
-    check(cudaEventRecord(copied, stream), "record");
-    check(cudaEventSynchronize(copied), "sync");
-    float k = 0, c = 0;
-    check(cudaEventElapsedTime(&k, start, reduced), "elapsed");
-    check(cudaEventElapsedTime(&c, reduced, copied), "elapsed");
-    kernel_ms.push_back(k);
-    copy_ms.push_back(c);
-    state.SetIterationTime(k / 1e3);
-  }
-  check(cudaGetLastError(), "kernel");
-
-  const double kernel_bytes = static_cast<double>(world + 1) * 2.0 * static_cast<double>(n);
-  const double copy_bytes = 2.0 * 2.0 * static_cast<double>(table_elements);
-  const double kernel_bw = kernel_bytes / (median(kernel_ms) / 1e3);
-  const double copy_bw = copy_bytes / (median(copy_ms) / 1e3);
-  state.SetBytesProcessed(static_cast<std::int64_t>(kernel_bytes) * state.iterations());
-  state.counters["kernel_GBps"] = kernel_bw / 1e9;
-  state.counters["copy_GBps"] = copy_bw / 1e9;
-  state.counters["copy_fraction"] = kernel_bw / copy_bw;
-  state.counters["kernel_median_ms"] = median(kernel_ms);
-  state.counters["copy_median_ms"] = median(copy_ms);
+  const double copy_fraction = bench::time_kernel_against_copy(
+      state, stream,
+      [&] {
+        if (kernel == Kernel::kFold) {
+          detail::cuda_fold_stacked_half_shaped(stacked, world, stride, n, op, dtype, result,
+                                                stream, fold_shape);
+        } else {
+          detail::cuda_exact_stacked_half_shaped(stacked, world, stride, n, op, dtype, result,
+                                                 stream, shape);
+        }
+      },
+      static_cast<double>(world + 1) * 2.0 * static_cast<double>(n),
+      {copy_target.data(), table.data(), table_elements * 2});
   const detail::HalfPath path = detail::half_path(stacked, world, stride, n, result);
   std::string label = std::string(name_of(kernel)) + " " + std::string(to_string(dtype)) + " " +
                       std::string(to_string(op)) + " " + detail::to_string(path) + " " +
@@ -213,11 +170,7 @@ void BM_HalfVsCopy(benchmark::State& state) {
   state.SetLabel(label);
   results.push_back(Result{name_of(kernel), std::string(to_string(dtype)), shape_name,
                            state.range(3), state.range(2), state.range(4), state.range(5),
-                           is_default, kernel_bw / copy_bw});
-
-  cudaEventDestroy(start);
-  cudaEventDestroy(reduced);
-  cudaEventDestroy(copied);
+                           is_default, copy_fraction});
   cudaStreamDestroy(stream);
 }
 
@@ -296,15 +249,8 @@ BENCHMARK(BM_HalfVsCopy)
     ->Iterations(kIterations)
     ->Unit(benchmark::kMillisecond);
 
-void add_context() {
-  const CudaInfo info = cuda_info();
-  benchmark::AddCustomContext("cuda_driver", cuda_version_text(info.driver_version));
-  benchmark::AddCustomContext("cuda_runtime", cuda_version_text(info.runtime_version));
-  if (!info.gpus.empty()) {
-    benchmark::AddCustomContext("gpu", describe(info.gpus[0]));
-    benchmark::AddCustomContext("gpu_pci_bus_id", info.gpus[0].pci_bus_id);
-  }
-  benchmark::AddCustomContext("nvidia_driver", info.driver_release);
+// bench_cuda_half's own context, beside the harness's.
+void add_half_context() {
   benchmark::AddCustomContext("data", "normal arenas of the dtype, seed 42");
 }
 
@@ -312,17 +258,8 @@ void add_context() {
 }  // namespace rv
 
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  if (!rv::cuda_device_present()) {
-    std::printf("bench_cuda_half: no CUDA device (%s); nothing to measure\n",
-                rv::cuda_info().status.c_str());
-    return 0;
-  }
-  rv::add_context();
-  benchmark::RunSpecifiedBenchmarks();
-  rv::kept = rv::Tables{};
-  rv::print_summary();
-  benchmark::Shutdown();
-  return 0;
+  return rv::bench::run_cuda_benchmarks(argc, argv, "bench_cuda_half", rv::add_half_context, [] {
+    rv::kept = rv::Tables{};  // the last case's tables, freed before the summary
+    rv::print_summary();
+  });
 }

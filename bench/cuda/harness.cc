@@ -1,0 +1,108 @@
+#include "bench/cuda/harness.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+
+#include "core/cuda/device_info.h"
+#include "core/transport/nccl/nccl_library.h"
+
+namespace rv::bench {
+namespace {
+
+// A CUDA event, destroyed with its scope.
+class Event {
+ public:
+  Event() { check(cudaEventCreate(&event_), "event"); }
+  ~Event() { cudaEventDestroy(event_); }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  operator cudaEvent_t() const { return event_; }
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
+void add_shared_context() {
+  const CudaInfo info = cuda_info();
+  benchmark::AddCustomContext("cuda_driver", cuda_version_text(info.driver_version));
+  benchmark::AddCustomContext("cuda_runtime", cuda_version_text(info.runtime_version));
+  if (!info.gpus.empty()) {
+    benchmark::AddCustomContext("gpu", describe(info.gpus[0]));
+    benchmark::AddCustomContext("gpu_pci_bus_id", info.gpus[0].pci_bus_id);
+  }
+  benchmark::AddCustomContext("nvidia_driver", info.driver_release);
+  try {
+    benchmark::AddCustomContext("nccl", NcclLibrary::load().describe());
+  } catch (const std::exception& e) {
+    benchmark::AddCustomContext("nccl", std::string("not loaded: ") + e.what());
+  }
+}
+
+}  // namespace
+
+double time_kernel_against_copy(benchmark::State& state, cudaStream_t stream,
+                                const std::function<void()>& kernel, double kernel_bytes,
+                                const DeviceCopy& copy, const KernelCounters& counters) {
+  const auto copy_once = [&] {
+    check(cudaMemcpyAsync(copy.target, copy.source, copy.bytes, cudaMemcpyDeviceToDevice, stream),
+          "copy");
+  };
+  const Event start, kernel_done, copy_done;
+  for (int i = 0; i < kWarmup; ++i) {
+    kernel();
+    copy_once();
+  }
+  check(cudaStreamSynchronize(stream), "warm-up");
+
+  std::vector<double> kernel_ms, copy_ms;
+  for (auto _ : state) {
+    // A lead-in copy keeps the stream busy while the timed kernel and copy are enqueued: an
+    // event recorded on an idle stream would count the host's launch latency as device time.
+    copy_once();
+    check(cudaEventRecord(start, stream), "record");
+    kernel();
+    check(cudaEventRecord(kernel_done, stream), "record");
+    copy_once();
+    check(cudaEventRecord(copy_done, stream), "record");
+    check(cudaEventSynchronize(copy_done), "sync");
+    float k = 0, c = 0;
+    check(cudaEventElapsedTime(&k, start, kernel_done), "elapsed");
+    check(cudaEventElapsedTime(&c, kernel_done, copy_done), "elapsed");
+    kernel_ms.push_back(k);
+    copy_ms.push_back(c);
+    state.SetIterationTime(k / 1e3);
+  }
+  check(cudaGetLastError(), "kernel");
+
+  const double copy_traffic = 2.0 * static_cast<double>(copy.bytes);
+  const double kernel_bw = kernel_bytes / (median(kernel_ms) / 1e3);
+  const double copy_bw = copy_traffic / (median(copy_ms) / 1e3);
+  state.SetBytesProcessed(static_cast<std::int64_t>(kernel_bytes) * state.iterations());
+  state.counters[counters.gbps] = kernel_bw / 1e9;
+  state.counters["copy_GBps"] = copy_bw / 1e9;
+  state.counters["copy_fraction"] = kernel_bw / copy_bw;
+  state.counters[counters.median_ms] = median(kernel_ms);
+  state.counters["copy_median_ms"] = median(copy_ms);
+  return kernel_bw / copy_bw;
+}
+
+int run_cuda_benchmarks(int argc, char** argv, const char* program,
+                        const std::function<void()>& extra_context,
+                        const std::function<void()>& after) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  if (!cuda_device_present()) {
+    std::printf("%s: no CUDA device (%s); nothing to measure\n", program,
+                cuda_info().status.c_str());
+    return 0;
+  }
+  add_shared_context();
+  if (extra_context) extra_context();
+  benchmark::RunSpecifiedBenchmarks();
+  if (after) after();
+  benchmark::Shutdown();
+  return 0;
+}
+
+}  // namespace rv::bench
