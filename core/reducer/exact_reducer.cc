@@ -1,6 +1,7 @@
 #include "core/reducer/exact_reducer.h"
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -65,32 +66,19 @@ void ExactReducer::all_reduce(float* arena, std::size_t n, Op op, DType dtype) {
 void ExactReducer::all_reduce_through_owners(float* arena, std::size_t n, Op op, DType dtype) {
   const std::uint32_t world = transport_.world_size();
   const std::uint32_t me = transport_.rank();
-  // The fixed-order all-reduce's shards and pieces (shard_plan, OwnerTables), so the two
-  // contracts move the same bytes; only what an owner does with its table differs.
+  // The fixed-order all-reduce's shards (shard_plan), so the two contracts move the same
+  // bytes; only what an owner does with its table differs. The results overwrite the owner's
+  // own copy in the arena, and the reduced piece k leaves for the other ranks while piece
+  // k + 1 is reduced.
   const std::vector<Shard> plan = shard_plan(n, world);
-  const Shard mine = plan[me];
-  const OwnerTables tables = OwnerTables::of(plan, me, options_.scatter_table_bytes);
-  float* scratch = values_.at_least(tables.scratch_floats());
-  auto out_of = [&](std::size_t k) { return arena + piece_of(mine, k, tables.pieces).begin; };
   std::vector<std::unique_ptr<PendingExchange>> distributing;
-  OwnerScatterSteps steps;
-  steps.table_of = [&](std::size_t k) { return tables.table(scratch, k, out_of(k)); };
-  // The owner's own copy comes through the exchange (a local copy) into its slot: the
-  // reduction reads whole tables, and its results overwrite that copy's place in the arena.
-  steps.reduce_piece = [&](std::size_t k, float* table) {
-    const Shard piece = piece_of(mine, k, tables.pieces);
-    device_.reduce_stacked(table, world, tables.slot_stride, piece.count, op, out_of(k), dtype);
-    device_.synchronize();
-  };
-  // The reduced piece k leaves for the other ranks while piece k + 1 is reduced.
-  steps.piece_done = [&](std::size_t k) {
-    distributing.push_back(
-        transport_.start_exchange(distribute_from_owners(arena, plan, me, k, tables.pieces)));
-  };
-  device_.synchronize();
-  scatter_to_owners_in_pieces(transport_, arena, plan, tables, /*own_in_place=*/false, steps);
+  reduce_own_shard(arena, plan, arena + plan[me].begin, op, dtype,
+                   [&](std::size_t k, std::size_t pieces) {
+                     distributing.push_back(transport_.start_exchange(
+                         distribute_from_owners(arena, plan, me, k, pieces)));
+                   });
   for (auto& pending : distributing) pending->wait();
-  traffic_.sent_floats = (n - mine.count) + mine.count * (world - 1);
+  traffic_.sent_floats = (n - plan[me].count) + plan[me].count * (world - 1);
 }
 
 void ExactReducer::all_reduce_through_digits(float* arena, std::size_t n, Op op, DType dtype) {
@@ -130,13 +118,20 @@ void ExactReducer::reduce_scatter(const float* arena, std::size_t n, float* out,
                                   std::optional<std::size_t> shard_size) {
   const std::vector<Shard> plan =
       agree_on_reduce_scatter(transport_, Contract::kExact, op, dtype, n, shard_size, out_count);
-  const std::uint32_t world = transport_.world_size();
-  const std::uint32_t me = transport_.rank();
-  if (world == 1) {
+  if (transport_.world_size() == 1) {
     device_.reduce_stacked(arena, 1, n, n, op, out, dtype);
     device_.synchronize();
     return;
   }
+  // Every count follows from what the ranks have just agreed: no exchange re-agrees.
+  reduce_own_shard(arena, plan, out, op, dtype, nullptr);
+}
+
+void ExactReducer::reduce_own_shard(const float* arena, const std::vector<Shard>& plan,
+                                    float* out, Op op, DType dtype,
+                                    const std::function<void(std::size_t, std::size_t)>& done) {
+  const std::uint32_t world = transport_.world_size();
+  const std::uint32_t me = transport_.rank();
   const Shard mine = plan[me];
   const OwnerTables tables = OwnerTables::of(plan, me, options_.scatter_table_bytes);
   float* scratch = values_.at_least(tables.scratch_floats());
@@ -152,8 +147,8 @@ void ExactReducer::reduce_scatter(const float* arena, std::size_t n, float* out,
     device_.reduce_stacked(table, world, tables.slot_stride, piece.count, op, out_of(k), dtype);
     device_.synchronize();
   };
+  if (done) steps.piece_done = [&](std::size_t k) { done(k, tables.pieces); };
   device_.synchronize();
-  // Every count follows from what the ranks have just agreed: no exchange re-agrees.
   scatter_to_owners_in_pieces(transport_, arena, plan, tables, /*own_in_place=*/false, steps);
 }
 

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include "core/dtype.h"
 #include "core/reducer/exact_device.h"
 #include "core/reducer/growing_scratch.h"
+#include "core/shard_plan.h"
 #include "core/transport/transport.h"
 
 namespace rv {
@@ -94,6 +96,11 @@ class ExactReducer {
  private:
   void all_reduce_through_owners(float* arena, std::size_t n, Op op, DType dtype);
   void all_reduce_through_digits(float* arena, std::size_t n, Op op, DType dtype);
+  // The owner dataflow's first half over `plan` (owner_scatter.h): this rank's shard reduced
+  // exactly, rounded to dtype, into out (piece by piece); done(k, pieces), if given, runs
+  // after piece k is reduced.
+  void reduce_own_shard(const float* arena, const std::vector<Shard>& plan, float* out, Op op,
+                        DType dtype, const std::function<void(std::size_t, std::size_t)>& done);
 
   Transport& transport_;
   ExactDevice& device_;
