@@ -21,12 +21,33 @@ install(TARGETS ${rv_exported_targets}
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/reduce_verify)
-# Headers keep their repository paths ("core/fold.h"), as the code includes them.
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/core
-        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/reduce_verify
-        FILES_MATCHING PATTERN "*.h")
+# The public include tree (cmake/public_headers.cmake): each built part's entry headers and the
+# headers they include, at their repository paths ("core/fold.h"), as the code includes them;
+# no other header of core/ (detail headers, kernels, CUDA and transport internals).
+include(${CMAKE_CURRENT_LIST_DIR}/public_headers.cmake)
+set(rv_installed_headers ${RV_PUBLIC_GENERATED_HEADERS})
+set(rv_installed_entry_headers ${RV_PUBLIC_GENERATED_HEADERS})
+foreach(part IN LISTS RV_PUBLIC_PARTS)
+  if(TARGET ${part})
+    foreach(header IN LISTS RV_PUBLIC_ENTRY_${part} RV_PUBLIC_INCLUDED_${part})
+      get_filename_component(folder ${header} DIRECTORY)
+      install(FILES ${PROJECT_SOURCE_DIR}/${header}
+              DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/reduce_verify/${folder})
+    endforeach()
+    list(APPEND rv_installed_headers ${RV_PUBLIC_ENTRY_${part}} ${RV_PUBLIC_INCLUDED_${part}})
+    list(APPEND rv_installed_entry_headers ${RV_PUBLIC_ENTRY_${part}})
+  endif()
+endforeach()
 install(FILES ${PROJECT_BINARY_DIR}/core/build_info/generated/core/build_info/build_info.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/reduce_verify/core/build_info)
+# What this build installs, one header a line, for the install-consumer test
+# (tests/consumer/consumer_test.sh), which holds the installed tree to it.
+list(SORT rv_installed_headers)
+list(SORT rv_installed_entry_headers)
+string(REPLACE ";" "\n" rv_lines "${rv_installed_headers}")
+file(WRITE ${PROJECT_BINARY_DIR}/reduce_verify_public_headers.txt "${rv_lines}\n")
+string(REPLACE ";" "\n" rv_lines "${rv_installed_entry_headers}")
+file(WRITE ${PROJECT_BINARY_DIR}/reduce_verify_public_entry_headers.txt "${rv_lines}\n")
 install(EXPORT reduce_verify_targets
         NAMESPACE reduce_verify::
         DESTINATION ${rv_package_dir})

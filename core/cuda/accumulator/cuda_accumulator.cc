@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstddef>
 
+#include "core/cuda/accumulator/accumulator_kernel.h"
 #include "core/cuda/cuda_check.h"
 #include "core/dtype_arrays.h"
 #include "core/error.h"

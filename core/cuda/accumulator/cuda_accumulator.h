@@ -11,12 +11,16 @@
 #include <vector>
 
 #include "core/contract.h"
-#include "core/cuda/accumulator/accumulator_kernel.h"
 #include "core/cuda/device_buffer.h"
 #include "core/dtype.h"
 #include "core/exact/exact_accumulator.h"
 
 namespace rv {
+
+// The kernels' views of the state (core/cuda/accumulator/accumulator_kernel.h, included by the
+// .cc only: the kernel launchers are not part of the installed headers).
+struct DeviceAccumulatorState;
+struct DeviceAccumulatorPlan;
 
 class CudaAccumulator {
  public:
