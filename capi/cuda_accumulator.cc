@@ -1,5 +1,5 @@
 // The C ABI's exact gradient accumulator on a GPU (rv_accumulator_create with device ≥ 0):
-// core/cuda/accumulator/cuda_accumulator.h behind the handle's interface.
+// core/cuda/accumulator/cuda_accumulator.h behind core/accumulator's interface.
 //
 // bf16 and f16: an add widens the values on the device (core/cuda/dtype_kernel.h, exact) into
 // a binary32 copy that the binary32 accumulator adds; the copy is kept until the add is
@@ -19,7 +19,7 @@
 namespace rv::capi {
 namespace {
 
-class DeviceAccumulator final : public rv_accumulator {
+class DeviceAccumulator final : public GradientAccumulator {
  public:
   DeviceAccumulator(int device, std::size_t count) : accumulator_(device, count) {}
   std::size_t count() const override { return accumulator_.count(); }
@@ -87,7 +87,7 @@ class DeviceAccumulator final : public rv_accumulator {
 
 }  // namespace
 
-std::unique_ptr<rv_accumulator> make_cuda_accumulator(std::size_t count, int device) {
+std::unique_ptr<GradientAccumulator> make_cuda_accumulator(std::size_t count, int device) {
   return std::make_unique<DeviceAccumulator>(device, count);
 }
 
