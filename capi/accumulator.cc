@@ -1,102 +1,29 @@
 // The C ABI's exact gradient accumulator (reduce_verify_c.h, rv_accumulator_*): the entry
-// points' checks, and the host implementation over rv::ExactAccumulator.
+// points' checks, in front of core/accumulator's GradientAccumulator (HostAccumulator for
+// device −1, else rv::CudaAccumulator through make_cuda_accumulator).
 #include <memory>
 #include <string>
-#include <vector>
 
 #include "capi/accumulator_handle.h"
 #include "capi/last_error.h"
 #include "capi/reduce_verify_c.h"
 #include "capi/stacked_arguments.h"
-#include "core/dtype_arrays.h"
+#include "core/accumulator/gradient_accumulator.h"
+#include "core/accumulator/host_accumulator.h"
 #include "core/error.h"
-#include "core/exact/exact_accumulator.h"
 
 namespace {
 
 using rv::DType;
 using rv::InputError;
 
-class HostAccumulator final : public rv_accumulator {
- public:
-  explicit HostAccumulator(std::size_t count) : accumulator_(count) {}
-  std::size_t count() const override { return accumulator_.count(); }
-  void add(const void* values, std::size_t offset, std::size_t n, DType dtype, void*) override {
-    if (dtype == DType::kF32) {
-      accumulator_.add(static_cast<const float*>(values), offset, n);
-      return;
-    }
-    // Every bf16 and f16 value is a binary32 value: the widened copy adds the same numbers.
-    widened_.resize(n);
-    rv::widen_into(values, n, dtype, widened_.data());
-    accumulator_.add(widened_.data(), offset, n);
-  }
-  void end_micro_batch() override { accumulator_.end_micro_batch(); }
-  void clear(void*) override {
-    accumulator_.clear();
-    planned_ = false;  // plan_ keeps its storage for the next step's plan
-  }
-  std::size_t agreement_size() const override { return accumulator_.agreement_size(); }
-  void agreement_words(std::int64_t layout, rv::Op op, std::uint64_t mean_over, std::int64_t* words,
-                       void*) override {
-    accumulator_.agreement_words(layout, op, mean_over, words);
-  }
-  std::size_t plan(const std::int64_t* agreed, std::uint32_t world) override {
-    planned_ = false;  // until plan_ is whole again
-    accumulator_.plan_into(agreed, world, plan_);
-    planned_ = true;
-    return plan_.words;
-  }
-  void export_digits(std::int64_t* words, void*) override {
-    accumulator_.export_digits(planned(), words);
-  }
-  void finish(const std::int64_t* summed, rv::Op op, std::uint64_t mean_over, DType dtype,
-              void* out, void*) override {
-    if (dtype == DType::kF32) {
-      rv::finish_accumulated(planned(), summed, op, mean_over, accumulator_.count(),
-                             static_cast<float*>(out));
-      return;
-    }
-    // Rounded once, directly to the dtype, then written as its bytes (an exact narrowing).
-    std::vector<float> widened(accumulator_.count());
-    rv::finish_accumulated(planned(), summed, op, mean_over, widened.size(), widened.data(), dtype);
-    rv::narrow_into(widened.data(), widened.size(), dtype, out);
-  }
-  void finish_alone(rv::Op op, std::uint64_t mean_over, DType dtype, void* out,
-                    void* stream) override {
-    // On the host the rounds cost no more than the finish: they run as a world of one's.
-    own_words_.resize(accumulator_.agreement_size());
-    accumulator_.agreement_words(0, op, mean_over, own_words_.data());
-    plan(own_words_.data(), 1);
-    own_words_.resize(plan_.words);
-    accumulator_.export_digits(plan_, own_words_.data());
-    finish(own_words_.data(), op, mean_over, dtype, out, stream);
-  }
-  void footprint(std::size_t* bytes, std::size_t* wide, std::size_t* flagged) const override {
-    *bytes = accumulator_.bytes();
-    *wide = accumulator_.wide_blocks();
-    *flagged = accumulator_.flagged_blocks();
-  }
-
- private:
-  const rv::AccumulatorPlan& planned() const {
-    if (!planned_) throw InputError("no plan yet: call rv_accumulator_plan with the agreed words");
-    return plan_;
-  }
-  rv::ExactAccumulator accumulator_;
-  rv::AccumulatorPlan plan_;  // the last plan (its storage reused), valid while planned_
-  bool planned_ = false;
-  std::vector<float> widened_;           // a half-precision add's values as binary32, reused
-  std::vector<std::int64_t> own_words_;  // finish_alone's agreement and digit words, reused
-};
-
-rv_accumulator& checked(rv_accumulator* a) {
+rv::GradientAccumulator& checked(rv_accumulator* a) {
   if (a == nullptr) throw InputError("the accumulator is a null pointer");
-  return *a;
+  return *a->accumulator;
 }
-const rv_accumulator& checked(const rv_accumulator* a) {
+const rv::GradientAccumulator& checked(const rv_accumulator* a) {
   if (a == nullptr) throw InputError("the accumulator is a null pointer");
-  return *a;
+  return *a->accumulator;
 }
 void non_null(const void* p, const char* what) {
   if (p == nullptr) throw InputError(std::string(what) + " is a null pointer");
@@ -109,9 +36,9 @@ extern "C" rv_status rv_accumulator_create(size_t count, int device, rv_accumula
     non_null(out, "out");
     *out = nullptr;
     if (device < -1) throw InputError("device " + std::to_string(device) + " (−1: the host)");
-    std::unique_ptr<rv_accumulator> made = device == -1
-                                               ? std::make_unique<HostAccumulator>(count)
-                                               : rv::capi::make_cuda_accumulator(count, device);
+    auto made = std::make_unique<rv_accumulator>();
+    made->accumulator = device == -1 ? std::make_unique<rv::HostAccumulator>(count)
+                                     : rv::capi::make_cuda_accumulator(count, device);
     *out = made.release();
   });
 }
@@ -123,7 +50,7 @@ extern "C" rv_status rv_accumulator_destroy(rv_accumulator* accumulator) {
 extern "C" rv_status rv_accumulator_add(rv_accumulator* accumulator, const float* values,
                                         size_t offset, size_t n, void* cuda_stream) {
   return rv::capi::guarded("rv_accumulator_add", [&] {
-    rv_accumulator& a = checked(accumulator);
+    rv::GradientAccumulator& a = checked(accumulator);
     if (n != 0) non_null(values, "values");
     a.add(values, offset, n, DType::kF32, cuda_stream);
   });
@@ -134,7 +61,7 @@ extern "C" rv_status rv_accumulator_add_dtype(rv_accumulator* accumulator, const
                                               void* cuda_stream) {
   return rv::capi::guarded("rv_accumulator_add_dtype", [&] {
     const DType type = rv::capi::dtype_from_c(dtype);
-    rv_accumulator& a = checked(accumulator);
+    rv::GradientAccumulator& a = checked(accumulator);
     if (n != 0) non_null(values, "values");
     a.add(values, offset, n, type, cuda_stream);
   });
@@ -199,7 +126,7 @@ extern "C" rv_status rv_accumulator_finish(rv_accumulator* accumulator, const in
                                            void* cuda_stream) {
   return rv::capi::guarded("rv_accumulator_finish", [&] {
     const rv::Op parsed = rv::capi::op_from_c(op);
-    rv_accumulator& a = checked(accumulator);
+    rv::GradientAccumulator& a = checked(accumulator);
     non_null(summed, "summed");
     if (a.count() != 0) non_null(out, "out");
     a.finish(summed, parsed, mean_over, DType::kF32, out, cuda_stream);
@@ -212,7 +139,7 @@ extern "C" rv_status rv_accumulator_finish_dtype(rv_accumulator* accumulator, co
   return rv::capi::guarded("rv_accumulator_finish_dtype", [&] {
     const rv::Op parsed = rv::capi::op_from_c(op);
     const DType type = rv::capi::dtype_from_c(dtype);
-    rv_accumulator& a = checked(accumulator);
+    rv::GradientAccumulator& a = checked(accumulator);
     non_null(summed, "summed");
     if (a.count() != 0) non_null(out, "out");
     a.finish(summed, parsed, mean_over, type, out, cuda_stream);
@@ -225,7 +152,7 @@ extern "C" rv_status rv_accumulator_finish_alone(rv_accumulator* accumulator, in
   return rv::capi::guarded("rv_accumulator_finish_alone", [&] {
     const rv::Op parsed = rv::capi::op_from_c(op);
     const DType type = rv::capi::dtype_from_c(dtype);
-    rv_accumulator& a = checked(accumulator);
+    rv::GradientAccumulator& a = checked(accumulator);
     if (a.count() != 0) non_null(out, "out");
     a.finish_alone(parsed, mean_over, type, out, cuda_stream);
   });

@@ -45,5 +45,5 @@ extern "C" rv_status rv_cuda_digest_tree_leaves_of_pieces(int, const uint64_t*, 
 }
 
 namespace rv::capi {
-std::unique_ptr<rv_accumulator> make_cuda_accumulator(std::size_t, int) { unsupported(); }
+std::unique_ptr<GradientAccumulator> make_cuda_accumulator(std::size_t, int) { unsupported(); }
 }  // namespace rv::capi

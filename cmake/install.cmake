@@ -7,7 +7,7 @@ include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 set(rv_package_dir ${CMAKE_INSTALL_LIBDIR}/cmake/reduce_verify)
-set(rv_exported_targets rv_build_rules rv_exact rv_core rv_digest)
+set(rv_exported_targets rv_build_rules rv_exact rv_core rv_digest rv_accumulator)
 # The optional parts this build has, each a namespaced target of the package.
 foreach(part rv_rendezvous rv_reducer rv_launch rv_in_process rv_membership rv_gloo rv_cuda rv_nccl
         rv_cuda_loopback)

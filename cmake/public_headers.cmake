@@ -47,6 +47,13 @@ set(RV_PUBLIC_INCLUDED_rv_exact
   core/exact/exact_plan.h   # host_exact.h, the exact devices
   core/exact/host_exact.h)  # stacked_in_double.h
 
+# reduce_verify::accumulator: the exact gradient accumulator's interface and its host
+# implementation (the GPU's is reduce_verify::cuda's CudaAccumulator).
+set(RV_PUBLIC_ENTRY_rv_accumulator
+  core/accumulator/gradient_accumulator.h
+  core/accumulator/host_accumulator.h)
+set(RV_PUBLIC_INCLUDED_rv_accumulator)
+
 # reduce_verify::digest: digests of arenas, cases and tensors (the digest tree's root).
 set(RV_PUBLIC_ENTRY_rv_digest
   core/digest/digest.h
@@ -117,7 +124,7 @@ set(RV_PUBLIC_INCLUDED_rv_cuda_loopback)
 # Generated in the build folder (core/build_info), installed beside the rest.
 set(RV_PUBLIC_GENERATED_HEADERS core/build_info/build_info.h)
 
-set(RV_PUBLIC_PARTS rv_core rv_exact rv_digest rv_rendezvous rv_reducer rv_launch rv_in_process
+set(RV_PUBLIC_PARTS rv_core rv_exact rv_accumulator rv_digest rv_rendezvous rv_reducer rv_launch rv_in_process
     rv_membership rv_gloo rv_cuda rv_nccl rv_cuda_loopback)
 # Every part's lists together, whatever this build has (the closure test checks these).
 set(RV_PUBLIC_ENTRY_HEADERS)

@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <utility>
 
 #include "core/cuda/accumulator/accumulator_kernel.h"
 #include "core/cuda/cuda_check.h"
+#include "core/cuda/dtype_kernel.h"
 #include "core/dtype_arrays.h"
 #include "core/error.h"
 
@@ -89,6 +91,7 @@ void CudaAccumulator::clear(void* cuda_stream) {
   host_.clear();
   planned_ = false;  // plan_ keeps its storage for the next step's plan
   plan_uploaded_ = false;
+  widened_.clear();  // the pending adds were waited for above
 }
 
 void CudaAccumulator::move_to_host(std::size_t b, void* cuda_stream) {
@@ -133,7 +136,24 @@ void CudaAccumulator::add(const float* d_values, std::size_t offset, std::size_t
   pending_.push_back(PendingAdd{d_values, offset, n, cuda_stream});
 }
 
+void CudaAccumulator::add(const void* d_values, std::size_t offset, std::size_t n, DType dtype,
+                          void* cuda_stream) {
+  if (dtype == DType::kF32) {
+    add(static_cast<const float*>(d_values), offset, n, cuda_stream);
+    return;
+  }
+  const cuda_detail::ScopedDevice scope(device_);
+  DeviceBuffer widened(device_, n * sizeof(float));
+  launch_widen(d_values, n, dtype, widened.floats(), cuda_stream);
+  add(widened.floats(), offset, n, cuda_stream);
+  widened_.push_back(std::move(widened));
+}
+
 void CudaAccumulator::end_micro_batch_deferred() {
+  if (!widened_.empty()) {  // the widened copies live until a settle: settle now
+    end_micro_batch();
+    return;
+  }
   resolve();  // one read-back in flight at a time
   host_.end_micro_batch();
   if (pending_.empty()) return;
@@ -240,6 +260,7 @@ void CudaAccumulator::agreement_words(std::int64_t layout, Op op, std::uint64_t 
     w[1] = bits == 0 ? -1 : kWindowComplement - bottom_host_[b];
     w[2] = 0;
   }
+  widened_.clear();  // settled above
 }
 
 std::size_t CudaAccumulator::plan(const std::int64_t* agreed, std::uint32_t world) {
@@ -263,6 +284,7 @@ std::size_t CudaAccumulator::plan(const std::int64_t* agreed, std::uint32_t worl
     }
   }
   plan_uploaded_ = false;  // export_digits uploads it on its stream, without a wait
+  widened_.clear();        // settled above
   return plan_.words;
 }
 
@@ -344,6 +366,7 @@ void CudaAccumulator::finish_alone(Op op, std::uint64_t mean_over, DType dtype, 
                                   dtype, d_out, cuda_stream);
   resolve();
   settle();
+  widened_.clear();  // the adds are settled: their widened copies go
   if (host_blocks() == 0) return;
   // The blocks on the host, under the plan of its own words (a world of one agrees with
   // itself), each written behind the kernel on the same stream.
@@ -385,6 +408,13 @@ const AccumulatorPlan& CudaAccumulator::planned() const {
 std::size_t CudaAccumulator::host_blocks() const {
   return static_cast<std::size_t>(
       std::count(residence_host_.begin(), residence_host_.end(), kOnHost));
+}
+
+void CudaAccumulator::footprint(std::size_t* total_bytes, std::size_t* wide,
+                                std::size_t* flagged) const {
+  *total_bytes = bytes();
+  *wide = host_.wide_blocks();
+  *flagged = host_.flagged_blocks();
 }
 
 std::size_t CudaAccumulator::bytes() const {

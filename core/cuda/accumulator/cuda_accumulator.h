@@ -3,13 +3,21 @@
 // keep in one digit (past 62 bits, or NaN, ±Inf, −0) move to a host ExactAccumulator and stay
 // there, so the bits are the host's law whatever the data. The combine's rounds are the host
 // accumulator's (agreement words, plan, digit words, finish), with device pointers for the digit
-// words and the results. No CUDA types here.
+// words and the results. It implements core/accumulator's GradientAccumulator, as
+// HostAccumulator does on the host. No CUDA types here.
+//
+// bf16 and f16: an add widens the values on the device (core/cuda/dtype_kernel.h, exact) into
+// a binary32 copy that the binary32 add adds; the copy is kept until the add is settled, since
+// a settle may read the values again. The finish rounds each exact sum once, straight to the
+// dtype, on the device (core/cuda/accumulator/accumulator_kernel.h), as for f32: no host round
+// trip unless a block lives on the host.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
+#include "core/accumulator/gradient_accumulator.h"
 #include "core/contract.h"
 #include "core/cuda/device_buffer.h"
 #include "core/dtype.h"
@@ -22,13 +30,13 @@ namespace rv {
 struct DeviceAccumulatorState;
 struct DeviceAccumulatorPlan;
 
-class CudaAccumulator {
+class CudaAccumulator final : public GradientAccumulator {
  public:
   CudaAccumulator(int device, std::size_t count);
-  ~CudaAccumulator();
+  ~CudaAccumulator() override;
   CudaAccumulator(const CudaAccumulator&) = delete;
   CudaAccumulator& operator=(const CudaAccumulator&) = delete;
-  std::size_t count() const { return count_; }
+  std::size_t count() const override { return count_; }
   int device() const { return device_; }
 
   // d_values: a device pointer; the call returns once the add is enqueued. The blocks the
@@ -36,10 +44,16 @@ class CudaAccumulator {
   // stay valid until then (end_micro_batch, agreement_words, plan, or an add overlapping a
   // pending one settle; settling reads one word back, one wait per micro-batch).
   void add(const float* d_values, std::size_t offset, std::size_t n, void* cuda_stream);
+  // d_values: n elements of `dtype` on the device; bf16 and f16 are widened into a binary32
+  // copy that this accumulator keeps until the add is settled (the caller's values may go once
+  // the widening has run on cuda_stream).
+  void add(const void* d_values, std::size_t offset, std::size_t n, DType dtype,
+           void* cuda_stream) override;
   void settle();
-  void end_micro_batch() {
+  void end_micro_batch() override {
     settle();
     host_.end_micro_batch();
+    widened_.clear();
   }
   // The same without a wait: counts the micro-batch and enqueues, behind the pending adds, a
   // read-back of the flag that says whether any of them left a block for the host. resolve()
@@ -47,29 +61,32 @@ class CudaAccumulator {
   // adds, e.g. after the next forward pass) waits for that read-back alone: with no block for
   // the host the adds are done and forgotten, else they are settled as end_micro_batch would.
   // Their values must stay valid until resolve() returns. Pending adds on more than one
-  // stream are settled at once.
-  void end_micro_batch_deferred();
-  void resolve();
-  void clear(void* cuda_stream);
+  // stream are settled at once. With widened copies pending: end_micro_batch.
+  void end_micro_batch_deferred() override;
+  void resolve() override;
+  void clear(void* cuda_stream) override;
 
-  std::size_t agreement_size() const { return host_.agreement_size(); }
+  std::size_t agreement_size() const override { return host_.agreement_size(); }
   void agreement_words(std::int64_t layout, Op op, std::uint64_t mean_over,
-                       std::int64_t* host_words, void* cuda_stream);
-  std::size_t plan(const std::int64_t* host_agreed, std::uint32_t world);
+                       std::int64_t* host_words, void* cuda_stream) override;
+  std::size_t plan(const std::int64_t* host_agreed, std::uint32_t world) override;
   // d_words, d_summed, d_out: device pointers; enqueued on cuda_stream, with no wait (the plan
   // is uploaded to the device on export_digits' stream, which finish's must be ordered after:
   // d_summed is made from d_words). finish waits only where a block lives on the host.
-  void export_digits(std::int64_t* d_words, void* cuda_stream);
+  void export_digits(std::int64_t* d_words, void* cuda_stream) override;
   // d_out: count() elements of `dtype`, each result rounded once to it (docs/DESIGN.md §2.5)
   // on the device; bf16 and f16 results are 2-byte elements.
   void finish(const std::int64_t* d_summed, Op op, std::uint64_t mean_over, DType dtype,
-              void* d_out, void* cuda_stream);
+              void* d_out, void* cuda_stream) override;
   // A world of one, in place of the three rounds (no agreement, plan or digit words): the
   // results finish would give from the words of a plan of its own agreement words, rounded
   // from the digits in place. Enqueued before the last micro-batch's adds are resolved, so the
   // host's wait for their read-back overlaps the rounding; waits only where a block lives on
   // the host. clear() next.
-  void finish_alone(Op op, std::uint64_t mean_over, DType dtype, void* d_out, void* cuda_stream);
+  void finish_alone(Op op, std::uint64_t mean_over, DType dtype, void* d_out,
+                    void* cuda_stream) override;
+  // bytes(), and the host copy's wide and flagged blocks.
+  void footprint(std::size_t* total_bytes, std::size_t* wide, std::size_t* flagged) const override;
 
   // The plan of the last plan() (InputError before one): the layout of the summed words.
   const AccumulatorPlan& planned() const;
@@ -95,6 +112,9 @@ class CudaAccumulator {
     void* stream;
   };
 
+  // The bf16 and f16 adds' binary32 copies, kept until their adds are settled. Declared first,
+  // so destroyed last: no pending add outlives its copy.
+  std::vector<DeviceBuffer> widened_;
   int device_;
   std::size_t count_, blocks_;
   std::vector<PendingAdd> pending_;
