@@ -20,12 +20,7 @@ log=log.txt
 source "$(dirname "$0")/steps.sh"
 : >"$summary"
 export OMP_NUM_THREADS=1 NCCL_DEBUG=${NCCL_DEBUG:-WARN}
-py=(env REDUCE_VERIFY_LIB="$bundle/lib/libreduce_verify_c.so" REDUCE_VERIFY="$shim"
-    REDUCE_VERIFY_HAS_GLOO=1 PYTHONPATH="$root/python:$root/tests/python" python3)
-venv_nccl=$(python3 -c "import nvidia.nccl, os; print(os.path.join(next(iter(nvidia.nccl.__path__)), \"lib\"))" 2>/dev/null)
-note "machine: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
-note "torch: $(python3 -c 'import torch; print(torch.__version__, torch.cuda.nccl.version())' 2>&1)"
-note "bundle: $(head -1 "$bundle/BUILD")"
+note_machine
 
 if [[ ${PART:-tests} == tests ]]; then
   for program in "$bundle"/bin/gpu_* "$bundle/bin/cuda_host_test" \

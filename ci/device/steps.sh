@@ -1,7 +1,9 @@
 # Sourced by ci/device/run-trail.sh, run-accumulator.sh and run-wave-costs.sh: the bundle's
 # paths, a shim for the CLI, and the note/step helpers that write $out/summary.txt and a log.
 # The caller sets, before sourcing: `out` (its results folder) and `log` (the log's name in
-# it). It gets: root, bundle, summary, bundle_env, shim (the CLI) and note, step.
+# it). It gets: root, bundle, summary, bundle_env, shim (the CLI), py (the package's Python
+# over the bundle's library), venv_nccl (the torch venv's NCCL folder, or empty) and note,
+# note_machine, step.
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 bundle="$root/build-device"
 mkdir -p "$out"
@@ -26,4 +28,17 @@ step() {
   local started=$SECONDS
   timeout --kill-after=5 "$limit" "$@" >>"$out/$log" 2>&1
   note "$(printf '%-60s rc=%s %ss' "$name" $? $((SECONDS - started)))"
+}
+
+# The package's tests and benchmarks: the bundle's C library, the CLI through the shim.
+py=(env REDUCE_VERIFY_LIB="$bundle/lib/libreduce_verify_c.so" REDUCE_VERIFY="$shim"
+    REDUCE_VERIFY_HAS_GLOO=1 PYTHONPATH="$root/python:$root/tests/python" python3)
+# The NCCL of the machine's torch venv (the system's is /usr/lib/x86_64-linux-gnu).
+venv_nccl=$(python3 -c "import nvidia.nccl, os; print(os.path.join(next(iter(nvidia.nccl.__path__)), \"lib\"))" 2>/dev/null)
+
+# The lines a summary starts with: the GPU and its driver, torch and its NCCL, the bundle.
+note_machine() {
+  note "machine: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
+  note "torch: $(python3 -c 'import torch; print(torch.__version__, torch.cuda.nccl.version())' 2>&1)"
+  note "bundle: $(head -1 "$bundle/BUILD")"
 }
