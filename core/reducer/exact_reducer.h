@@ -36,9 +36,9 @@ struct ExactOptions {
   // fixed-order host fold's table (the stacked reduction streams its W slots as that fold
   // does).
   std::size_t scatter_table_bytes = 0;
-  // for_device: owners on the host (half the bytes of the digits over Gloo, and about half
-  // the time: docs/results.md, "Transports"), digits on a GPU (the dataflow measured there;
-  // which is faster over NCCL at W ≥ 2 has not been measured).
+  // for_device: owners on the host (half the digits' bytes; their cost over Gloo is in
+  // docs/results.md, "Transports"), digits on a GPU (the dataflow measured there; which is
+  // faster over NCCL at W ≥ 2 is not known yet).
   ExactDataflow dataflow = ExactDataflow::kDigits;
   static ExactOptions for_device(const ExactDevice& device);
 };
