@@ -74,6 +74,7 @@ set(RV_PUBLIC_ENTRY_rv_reducer
   core/reducer/fixed_order_reducer.h
   core/reducer/library_sum_reducer.h)
 set(RV_PUBLIC_INCLUDED_rv_reducer
+  core/reducer/device_kind.h       # exact_device.h, fixed_order_device.h
   core/reducer/growing_scratch.h)  # exact_reducer.h, fixed_order_reducer.h
 
 # reduce_verify::launch: DistContext and the self-spawn supervisor.

@@ -9,6 +9,7 @@
 #include "core/contract.h"
 #include "core/dtype.h"
 #include "core/exact/exact_plan.h"
+#include "core/reducer/device_kind.h"
 
 namespace rv {
 
@@ -17,8 +18,7 @@ class ExactDevice {
   virtual ~ExactDevice() = default;
   // "cpu" or "cuda:<index> <device name>"
   virtual const char* name() const = 0;
-  // Whether its memory is the host's (the host device; ExactOptions::for_device).
-  virtual bool is_host() const { return false; }
+  virtual DeviceKind kind() const = 0;
   // int64 scratch in this device's memory (never null, even for n = 0); freed by free_words.
   virtual std::int64_t* allocate_words(std::size_t n) = 0;
   virtual void free_words(std::int64_t* p) = 0;

@@ -8,20 +8,16 @@
 
 #include "core/contract.h"
 #include "core/dtype.h"
+#include "core/reducer/device_kind.h"
 
 namespace rv {
-
-// Where a device's memory and fold are. The reducers' defaults follow it
-// (FixedOrderOptions::for_device): the host folds in cache-sized pieces and in place, a GPU in
-// large pieces from a stacked table.
-enum class FixedOrderDeviceKind { kHost, kGpu };
 
 class FixedOrderDevice {
  public:
   virtual ~FixedOrderDevice() = default;
   // "cpu" or "cuda:<index> <device name>": for messages and reports only.
   virtual const char* name() const = 0;
-  virtual FixedOrderDeviceKind kind() const = 0;
+  virtual DeviceKind kind() const = 0;
   // Scratch of n floats in this device's memory (never null, even for n = 0); freed by free.
   virtual float* allocate(std::size_t n) = 0;
   virtual void free(float* p) = 0;

@@ -12,7 +12,7 @@
 namespace rv {
 FixedOrderOptions FixedOrderOptions::for_device(const FixedOrderDevice& device) {
   FixedOrderOptions options;
-  if (device.kind() == FixedOrderDeviceKind::kHost) {
+  if (device.kind() == DeviceKind::kHost) {
     options.piece_table_bytes = std::size_t{16} << 20;
     options.own_slot_in_place = true;
   } else {

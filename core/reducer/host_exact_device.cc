@@ -15,7 +15,7 @@ namespace {
 class HostExactDevice final : public ExactDevice {
  public:
   const char* name() const override { return "cpu"; }
-  bool is_host() const override { return true; }
+  DeviceKind kind() const override { return DeviceKind::kHost; }
   std::int64_t* allocate_words(std::size_t n) override {
     const std::size_t bytes = ((n ? n : 1) * sizeof(std::int64_t) + 63) / 64 * 64;
     void* p = std::aligned_alloc(64, bytes);

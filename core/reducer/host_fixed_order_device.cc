@@ -14,7 +14,7 @@ namespace {
 class HostFixedOrderDevice final : public FixedOrderDevice {
  public:
   const char* name() const override { return "cpu"; }
-  FixedOrderDeviceKind kind() const override { return FixedOrderDeviceKind::kHost; }
+  DeviceKind kind() const override { return DeviceKind::kHost; }
   float* allocate(std::size_t n) override {
     // 64-byte alignment for vector loads; at least one element so the pointer is real.
     const std::size_t bytes = ((n ? n : 1) * sizeof(float) + 63) / 64 * 64;

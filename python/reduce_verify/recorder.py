@@ -309,7 +309,7 @@ class Recorder:
         """An FSDP2 reduce-scatter (torch's ReduceScatter protocol) that runs `comm` (a
         reduce_verify.fsdp.ReduceScatter) and records its calls in the chosen steps (counted by
         end_step()). reduce_verify.fsdp.register(..., recorder=) wraps its comms so."""
-        if not hasattr(comm, "contract") or not hasattr(comm, "sum_means"):
+        if not all(hasattr(comm, a) for a in ("contract", "sum_means", "name", "_reduction")):
             raise InputError(f"Recorder.wrap_reduce_scatter: {comm!r} is not a "
                              "reduce_verify.fsdp.ReduceScatter (the recording is replayed under "
                              "its contract)")
@@ -436,8 +436,6 @@ class RecordedReduceScatter:
 
     def __init__(self, recorder: Recorder, comm: Any):
         self.recorder, self.comm = recorder, comm
-        self.contract = comm.contract  # what an outer wrapper (the Trail's) may read
-        self.name = getattr(comm, "name", "reduce-scatter")
 
     def allocate(self, size: Any, *, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
         return self.comm.allocate(size, dtype=dtype, device=device)
@@ -455,9 +453,8 @@ class RecordedReduceScatter:
             work.wait()
         # What the comm reduced is agreed by now: the checks below hold on every rank or none.
         world, rank = dist.get_world_size(group), dist.get_rank(group)
-        where = f"Recorder({str(recorder.directory)!r}): {self.name}, step {step} call {call}"
-        if getattr(self.comm, "_reduction", None) is not None and \
-                self.comm._reduction._phase is not None:
+        where = f"Recorder({str(recorder.directory)!r}): {self.comm.name}, step {step} call {call}"
+        if self.comm._reduction._phase is not None:
             raise InputError(f"{where} accumulates micro-batches (micro_batch()): its shard is "
                              "the step's accumulated mean, not this call's reduction; record "
                              "steps without accumulation")

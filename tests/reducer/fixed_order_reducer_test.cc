@@ -144,7 +144,7 @@ class ArrivalOrderFoldDevice final : public FixedOrderDevice {
   explicit ArrivalOrderFoldDevice(std::uint32_t owner) : owner_(owner) {}
   const char* name() const override { return "cpu (arrival order)"; }
   // Host memory, but a stacked-only fold: the reducer's GPU defaults (no fold in place).
-  FixedOrderDeviceKind kind() const override { return FixedOrderDeviceKind::kGpu; }
+  DeviceKind kind() const override { return DeviceKind::kGpu; }
   float* allocate(std::size_t n) override { return host().allocate(n); }
   void free(float* p) override { host().free(p); }
   void copy(void* dst, const void* src, std::size_t bytes) override {

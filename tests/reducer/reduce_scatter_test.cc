@@ -423,7 +423,7 @@ TEST_P(ReduceScatterTest, BadRequestsAreNamedOnEveryRankBeforeAnyByteMoves) {
 class DescendingFoldDevice final : public FixedOrderDevice {
  public:
   const char* name() const override { return "cpu (descending fold)"; }
-  FixedOrderDeviceKind kind() const override { return FixedOrderDeviceKind::kGpu; }
+  DeviceKind kind() const override { return DeviceKind::kGpu; }
   float* allocate(std::size_t n) override { return host().allocate(n); }
   void free(float* p) override { host().free(p); }
   void copy(void* dst, const void* src, std::size_t bytes) override {
@@ -476,12 +476,12 @@ TEST_P(ReduceScatterTest, TheCheckCatchesAShardFoldedInAnotherOrder) {
   }
 }
 
-// An exact device without the owner reduction (the default ExactDevice members, as a GPU
-// device has until its part is built): the reduce-scatter refuses on every rank, naming it,
-// rather than computing anything another way.
+// An exact device without the owner reduction (the default ExactDevice members): the
+// reduce-scatter refuses on every rank, naming it, rather than computing anything another way.
 class NoScatterExactDevice final : public ExactDevice {
  public:
   const char* name() const override { return "test device without reduce_stacked"; }
+  DeviceKind kind() const override { return DeviceKind::kGpu; }
   std::int64_t* allocate_words(std::size_t n) override { return host().allocate_words(n); }
   void free_words(std::int64_t* p) override { host().free_words(p); }
   void agreement_words(const float* values, std::size_t n, std::int64_t* words) override {

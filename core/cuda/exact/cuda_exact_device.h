@@ -25,6 +25,7 @@ class CudaExactDevice final : public ExactDevice {
   CudaExactDevice& operator=(const CudaExactDevice&) = delete;
 
   const char* name() const override { return name_.c_str(); }  // the fixed-order device's name
+  DeviceKind kind() const override { return DeviceKind::kGpu; }
   std::int64_t* allocate_words(std::size_t n) override;
   void free_words(std::int64_t* p) override;
   void agreement_words(const float* values, std::size_t n, std::int64_t* words) override;

@@ -21,7 +21,7 @@ class CudaFixedOrderDevice final : public FixedOrderDevice {
   CudaFixedOrderDevice& operator=(const CudaFixedOrderDevice&) = delete;
 
   const char* name() const override { return name_.c_str(); }  // "cuda:<index> <device name>"
-  FixedOrderDeviceKind kind() const override { return FixedOrderDeviceKind::kGpu; }
+  DeviceKind kind() const override { return DeviceKind::kGpu; }
   float* allocate(std::size_t n) override;
   void free(float* p) override;
   void copy(void* dst, const void* src, std::size_t bytes) override;
