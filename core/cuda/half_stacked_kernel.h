@@ -113,6 +113,11 @@ void cuda_fold_stacked_half_shaped(const void* d_stacked, std::uint32_t world,
 //     Deferred: kStaged2x4 with a unit that must go element by element set aside (a queue of
 //     64 a warp in shared memory) and finished out of the loop, so that it fits 3 blocks of
 //     256 threads an SM (80 registers) instead of 2.
+//   kSlots4Float, kSlots2x2Float, kStaged4x2Float (the "float-first" kernels): the units
+//     kernel's loads (4 slots of one unit, 2 slots of two units) or the staged kernel's, with
+//     the sums in binary32 where the addends' window allows (exactly as the double's, with
+//     D = 16 − ⌈log2 W⌉ for bf16, 13 − ⌈log2 W⌉ for f16), a unit that does not summed again in
+//     double.
 // The units and staged shapes keep no window for f16, whose sums are exact in double below
 // W = 2^13: an f16 world above that takes kOneUnit.
 enum class HalfExactShape : std::uint8_t {
@@ -124,14 +129,18 @@ enum class HalfExactShape : std::uint8_t {
   kStaged2x4Hybrid,
   kStaged4x2,
   kStaged2x4Integer,
-  kStaged2x4Deferred
+  kStaged2x4Deferred,
+  kSlots4Float,
+  kSlots2x2Float,
+  kStaged4x2Float
 };
 inline constexpr HalfExactShape kAllHalfExactShapes[] = {
     HalfExactShape::kOneUnit,          HalfExactShape::kTwoUnits,
     HalfExactShape::kSlots4,           HalfExactShape::kSlots2Pipelined,
     HalfExactShape::kStaged2x4,        HalfExactShape::kStaged2x4Hybrid,
     HalfExactShape::kStaged4x2,        HalfExactShape::kStaged2x4Integer,
-    HalfExactShape::kStaged2x4Deferred};
+    HalfExactShape::kStaged2x4Deferred, HalfExactShape::kSlots4Float,
+    HalfExactShape::kSlots2x2Float,    HalfExactShape::kStaged4x2Float};
 HalfExactShape default_half_exact_shape(std::uint32_t world);
 const char* to_string(HalfExactShape shape);
 void cuda_exact_stacked_half_shaped(const void* d_stacked, std::uint32_t world,

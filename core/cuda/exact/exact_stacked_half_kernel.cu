@@ -34,6 +34,7 @@
 //   2^m / W > 2^(m + 12 − 53) ≥ half an ulp of v near M. So y is never M unless v is, and y
 //   lies on v's side of every boundary: the same rounding. (There is no subnormal exception
 //   as in the f32 kernel, which rounds the quotient to nearest float directly.)
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -63,6 +64,11 @@ struct ExactHalfArgs {
   double scale[2];      // what a unit's sums are multiplied by: even elements, odd elements
   std::uint32_t reach;  // bf16's window check (law_lanes), both lanes
   std::uint32_t cap;
+  // The float-first kernels' (float_lanes, settle_float): their window check, both lanes, for
+  // either dtype, and the power-of-two mean's 2^-k as a float.
+  std::uint32_t float_reach;
+  std::uint32_t float_cap;
+  float float_scale;
 };
 
 template <bool kF16>
@@ -684,6 +690,228 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   exact_edges<kF16>(t, a, thread, threads);
 }
 
+// ---- The float-first kernels (issue 37) ---------------------------------------------------
+//
+// The staged and units kernels' loads, with the sums kept in binary32 where the window allows:
+// an addend is widened to float (a shift for bf16, one half2 conversion a word for f16) and
+// added with one FADD, instead of a quarter-rate cvt.f64.f32 and a DADD; the unit is rounded
+// with one paired conversion a word. A float sum is exact when every partial sum fits 24 bits:
+// with l and s the largest and smallest nonzero addends' biased exponents and c = ⌈log2 W⌉,
+// the partial sums lie below 2^(l − 126 + c) and on a grid of 2^(s − 134) for bf16 (8
+// significant bits), below 2^(l − 14 + c) on a grid of 2^(s − 25) for f16 (11 bits; a subnormal's
+// field 0 only widens the bound), so l − s ≤ D with D = 16 − c (bf16) or 13 − c (f16) is enough.
+// That is the double kernels' check (law_lanes) with D in place of 45 − c, on both dtypes:
+// float_lanes, whose cap also flags bf16 addends whose sum could pass FLT_MAX (l ≥ 254 − c),
+// which the double holds but the float would not. A flagged unit is re-read and summed in
+// double (finish_flagged_unit: the kernels above, for that unit alone), which is rare for
+// gradient-like data at small W and grows with W (the window narrows by one binade per doubling).
+// The mean: for W = 2^k the exact sum times 2^-k (exact: the sums are multiples of 2^-133 or
+// 2^-24, and float reaches 2^-149); otherwise the quotient rounded to odd in binary32 (the
+// truncated quotient, with its last bit set when the remainder, exact by FMA, is not zero), whose
+// rounding to the dtype is the true mean's (the argument at the top of the file, with q = 24 ≥
+// p + 2 and float's subnormal grid 16 bits finer than either dtype's).
+
+struct UnitFloatSums {
+  float sum[kUnit];
+  std::uint32_t largest[kUnit / 2];            // per word: both elements' largest magnitude
+  std::uint32_t smallest_less_one[kUnit / 2];  // per word: both elements' smallest magnitude − 1
+};
+
+// One unit of one slot added into the unit's float sums; kFirst: slot 0's, which starts the
+// sums (the law's sum from −0, as add() above) and the window.
+template <bool kF16, bool kFirst>
+__device__ __forceinline__ void add_unit_float(UnitFloatSums& s, const Unit& x) {
+#pragma unroll
+  for (int j = 0; j < static_cast<int>(kUnit / 2); ++j) {
+    const std::uint32_t w = x.w[j];
+    const std::uint32_t magnitudes = w & 0x7FFF7FFFu;
+    const std::uint32_t less_one = __vsub2(magnitudes, 0x00010001u);  // ±0 wraps to 0xFFFF
+    const float2 v = half_kernel_detail::widen_pair<kF16>(w);
+    if constexpr (kFirst) {
+      s.largest[j] = magnitudes;
+      s.smallest_less_one[j] = less_one;
+      s.sum[2 * j] = v.x;
+      s.sum[2 * j + 1] = v.y;
+    } else {
+      s.largest[j] = __vmaxu2(s.largest[j], magnitudes);
+      s.smallest_less_one[j] = __vminu2(s.smallest_less_one[j], less_one);
+      s.sum[2 * j] = __fadd_rn(s.sum[2 * j], v.x);
+      s.sum[2 * j + 1] = __fadd_rn(s.sum[2 * j + 1], v.y);
+    }
+  }
+}
+
+// law_lanes with the float window (float_reach, float_cap: args_of).
+__device__ __forceinline__ std::uint32_t float_lanes(const UnitFloatSums& s,
+                                                     const ExactHalfArgs& a, int j) {
+  const std::uint32_t low =
+      __vminu2(__vminu2(s.smallest_less_one[j], s.largest[j]), a.float_cap);
+  return s.largest[j] + a.float_reach - low;
+}
+
+// An exact float sum made the mean (or left the sum), ready for the one rounding to the dtype.
+__device__ __forceinline__ float settle_float(float y, const ExactHalfArgs& a) {
+  if (!a.mean) return y;
+  if (!a.divide) return __fmul_rn(y, a.float_scale);
+  const float w = static_cast<float>(a.world);
+  const float truncated = __fdiv_rz(y, w);
+  const float remainder = __fmaf_rn(-truncated, w, y);
+  return float_from_bits(float_bits(truncated) | (remainder != 0.0f ? 1u : 0u));
+}
+
+// A unit's results from its float sums; false, nothing written, when an element's window is
+// too wide for a float (or holds a special) and the unit must be summed in double.
+template <bool kF16>
+__device__ __forceinline__ bool settle_unit_float(const HalfTable& t, const ExactHalfArgs& a,
+                                                  std::size_t u, const UnitFloatSums& s) {
+  std::uint32_t flagged = 0;
+#pragma unroll
+  for (int j = 0; j < static_cast<int>(kUnit / 2); ++j) flagged |= float_lanes(s, a, j);
+  if (__builtin_expect((flagged & 0x80008000u) != 0, 0)) return false;
+  Unit result;
+#pragma unroll
+  for (int j = 0; j < static_cast<int>(kUnit / 2); ++j) {
+    result.w[j] = half_kernel_detail::narrow_pair<kF16>(settle_float(s.sum[2 * j], a),
+                                                        settle_float(s.sum[2 * j + 1], a));
+  }
+  half_kernel_detail::store_unit(t, u, result);
+  return true;
+}
+
+// What finish_flagged_unit needs, by value (as ElementArgs, for the same reason).
+struct UnitArgs {
+  ElementArgs element;
+  unsigned char* out;
+  std::size_t head;
+  std::uint32_t phase0;
+  std::uint32_t stride_phase;
+  std::uint32_t reach;
+  std::uint32_t cap;
+  double scale;  // the double kernels' scale[0]
+};
+
+__device__ __forceinline__ UnitArgs unit_args(const HalfTable& t, const ExactHalfArgs& a) {
+  return UnitArgs{element_args(t, a), t.out, t.head, t.phase0, t.stride_phase, a.reach, a.cap,
+                  a.scale[0]};
+}
+
+// A unit the float could not settle: its W slots re-read and summed in double, then settled as
+// the double kernels settle a unit (element by element, and by the law, where that cannot).
+template <bool kF16>
+__device__ __noinline__ void finish_flagged_unit(UnitArgs g, std::size_t u) {
+  HalfTable t{};
+  t.stacked = g.element.stacked;
+  t.out = g.out;
+  t.stride = g.element.stride;
+  t.head = g.head;
+  t.world = g.element.world;
+  t.phase0 = g.phase0;
+  t.stride_phase = g.stride_phase;
+  t.stride_bytes = 2 * g.element.stride;
+  ExactHalfArgs a{};
+  a.world = g.element.world;
+  a.limb_bits = g.element.limb_bits;
+  a.log2_world = g.element.log2_world;
+  a.log2_world_ceiling = g.element.log2_world_ceiling;
+  a.mean = g.element.mean;
+  a.divide = g.element.divide;
+  a.scale[0] = g.scale;
+  a.reach = g.reach;
+  a.cap = g.cap;
+  UnitSums s;
+  start_window(s);
+  add_unit<kF16, 0, true>(s, half_kernel_detail::load_unit(t, 0, u));
+  for (std::uint32_t r = 1; r < t.world; ++r) {
+    add_unit<kF16, 0, false>(s, half_kernel_detail::load_unit(t, r, u));
+  }
+  finish_units_unit<kF16, 0>(t, a, u, s);
+}
+
+// The units kernel's loads (kSlots slots of kUnits units requested, then added) with float sums.
+// A thread's walk stops at a group of units with a flagged one and finishes those out of the
+// walk's loop, then walks on: no call inside the loop, whose values would otherwise be spilled
+// around it.
+template <bool kF16, int kSlots, int kUnits, int kMinBlocks>
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+    exact_units_float_kernel(HalfTable t, ExactHalfArgs a) {
+  using half_kernel_detail::Chunks;
+  const std::size_t thread = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::size_t threads = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  std::size_t first = thread;
+  while (first < t.units) {
+    unsigned flagged = 0;  // bit v: unit first + v × threads must be summed in double
+    for (; first < t.units; first += threads * kUnits) {
+      UnitFloatSums s[kUnits];
+      for (std::uint32_t r = 0; r < t.world; r += kSlots) {
+        std::uint32_t phase[kSlots];
+        Chunks held[kSlots][kUnits];
+        half_kernel_detail::load_round(t, r, first, threads, phase, held);
+#pragma unroll
+        for (int b = 0; b < kSlots; ++b) {
+          if (r + b >= t.world) break;
+#pragma unroll
+          for (int v = 0; v < kUnits; ++v) {
+            if (first + v * threads >= t.units) break;
+            const Unit x = half_kernel_detail::realign(held[b][v], phase[b]);
+            if (r + b == 0) {
+              add_unit_float<kF16, true>(s[v], x);
+            } else {
+              add_unit_float<kF16, false>(s[v], x);
+            }
+          }
+        }
+      }
+#pragma unroll
+      for (int v = 0; v < kUnits; ++v) {
+        const std::size_t u = first + v * threads;
+        if (u < t.units && !settle_unit_float<kF16>(t, a, u, s[v])) flagged |= 1u << v;
+      }
+      if (flagged != 0) break;
+    }
+    if (flagged == 0) break;
+    for (int v = 0; v < kUnits; ++v) {
+      if ((flagged >> v) & 1u) finish_flagged_unit<kF16>(unit_args(t, a), first + v * threads);
+    }
+    first += threads * kUnits;
+  }
+  exact_edges<kF16>(t, a, thread, threads);
+}
+
+// The staged kernel's loads (shared memory, cp.async) with float sums. A flagged unit is set
+// aside in the warp's queue (staged_units' kDefer); when the queue may not hold another group's,
+// the walk stops, the queue is finished, a unit a lane, and the walk goes on from where it
+// stopped: no call inside the walk's loop.
+template <bool kF16, int kSlots, int kStages, int kMinBlocks>
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+    exact_staged_float_kernel(HalfTable t, ExactHalfArgs a) {
+  const std::size_t thread = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::size_t threads = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  const unsigned warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  __shared__ half_kernel_detail::WarpStages<kSlots, kStages> stages[half_kernel_detail::kWarps];
+  __shared__ std::size_t queues[half_kernel_detail::kWarps][half_kernel_detail::kQueue];
+  const std::size_t groups = (t.units + half_kernel_detail::kGroup - 1) / half_kernel_detail::kGroup;
+  half_kernel_detail::StagedJob job{blockIdx.x * half_kernel_detail::kWarps + warp, 0};
+  while (job.group < groups) {
+    unsigned queued = 0;
+    UnitFloatSums s;
+    job = half_kernel_detail::staged_units<kSlots, kStages, true>(
+        t, job, stages[warp], queues[warp], queued,
+        [&](const Unit& x, bool first) {
+          if (first) {
+            add_unit_float<kF16, true>(s, x);
+          } else {
+            add_unit_float<kF16, false>(s, x);
+          }
+        },
+        [&](std::size_t u) { return !settle_unit_float<kF16>(t, a, u, s); });
+    for (unsigned q = lane; q < queued; q += 32) {
+      finish_flagged_unit<kF16>(unit_args(t, a), queues[warp][q]);
+    }
+    __syncwarp();  // the queue read before the next walk refills it
+  }
+  exact_edges<kF16>(t, a, thread, threads);
+}
+
 template <bool kF16>
 void launch_shaped(const HalfTable& table, const ExactHalfArgs& args, Op op, cudaStream_t stream,
                    detail::HalfExactShape shape) {
@@ -692,7 +920,8 @@ void launch_shaped(const HalfTable& table, const ExactHalfArgs& args, Op op, cud
         shape == detail::HalfExactShape::kStaged2x4Hybrid ||
         shape == detail::HalfExactShape::kStaged2x4Integer ||
         shape == detail::HalfExactShape::kStaged2x4Deferred ||
-        shape == detail::HalfExactShape::kStaged4x2) {
+        shape == detail::HalfExactShape::kStaged4x2 ||
+        shape == detail::HalfExactShape::kStaged4x2Float) {
       half_kernel_detail::prefer_shared_memory(reinterpret_cast<const void*>(kernel));
     }
     kernel<<<half_kernel_detail::grid_for_units(kernel, table, units_per_thread), kThreads, 0,
@@ -721,6 +950,13 @@ void launch_shaped(const HalfTable& table, const ExactHalfArgs& args, Op op, cud
     case detail::HalfExactShape::kStaged2x4Integer:
       return launch(exact_staged_kernel<kF16, 3, 2, 4, false, 2>, 1,
                     "exact_staged_kernel<2x4 integer>");
+    case detail::HalfExactShape::kSlots4Float:
+      return launch(exact_units_float_kernel<kF16, 4, 1, 3>, 1, "exact_units_float_kernel<4x1>");
+    case detail::HalfExactShape::kSlots2x2Float:
+      return launch(exact_units_float_kernel<kF16, 2, 2, 2>, 2, "exact_units_float_kernel<2x2>");
+    case detail::HalfExactShape::kStaged4x2Float:
+      return launch(exact_staged_float_kernel<kF16, 4, 2, 2>, 1,
+                    "exact_staged_float_kernel<4x2>");
   }
   throw InternalError("unknown half exact shape");
 }
@@ -748,6 +984,22 @@ ExactHalfArgs args_of(std::uint32_t world, Op op, DType dtype) {
   const std::uint32_t c = (static_cast<std::uint32_t>(45 - a.log2_world_ceiling) << 7) + 1u;
   a.reach = (0x8000u - c) * 0x00010001u;
   a.cap = (0x7F80u - c) * 0x00010001u;
+  // The float-first window (float_lanes): D = 16 − ⌈log2 W⌉ (bf16) or 13 − ⌈log2 W⌉ (f16)
+  // binades, exponents at bit 7 or 10; the cap flags ±Inf and NaN and, for bf16, exponents of
+  // 254 − ⌈log2 W⌉ and up, whose sums could overflow a float. Worlds past 2^13 (f16) or 2^16
+  // (bf16) have no float window: every unit is flagged (the shapes are not chosen there).
+  const bool f16 = dtype == DType::kF16;
+  const int binades = (f16 ? 13 : 16) - a.log2_world_ceiling;
+  const std::uint32_t exponent_shift = f16 ? 10 : 7;
+  const std::uint32_t top = f16 ? 0x7C00u
+                                : std::min<std::uint32_t>(
+                                      0x7F80u, static_cast<std::uint32_t>(
+                                                   254 - a.log2_world_ceiling) << exponent_shift);
+  const std::uint32_t fc =
+      binades < 0 ? 1u : (static_cast<std::uint32_t>(binades) << exponent_shift) + 1u;
+  a.float_reach = (0x8000u - (binades < 0 ? 0u : fc)) * 0x00010001u;
+  a.float_cap = (top - fc) * 0x00010001u;
+  a.float_scale = static_cast<float>(a.scale[0]);
   return a;
 }
 
@@ -782,6 +1034,12 @@ const char* to_string(HalfExactShape shape) {
       return "staged-s2x4-integer";
     case HalfExactShape::kStaged2x4Deferred:
       return "staged-s2x4-deferred";
+    case HalfExactShape::kSlots4Float:
+      return "float-s4x1";
+    case HalfExactShape::kSlots2x2Float:
+      return "float-s2x2";
+    case HalfExactShape::kStaged4x2Float:
+      return "float-staged-s4x2";
   }
   return "unknown";
 }
