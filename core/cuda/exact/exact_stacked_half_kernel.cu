@@ -44,6 +44,7 @@
 #include "core/dtype_law.h"
 #include "core/error.h"
 #include "core/exact/exact_law.h"
+#include "core/exact/half_window.h"
 
 namespace rv {
 namespace {
@@ -371,20 +372,15 @@ __device__ __forceinline__ void start_window(UnitSums& s) {
 }
 
 // Per word, both lanes: bit 15 of a lane set when its element must take the law (a NaN or
-// ±Inf addend; for bf16 also a window the double may not hold). For bf16, with c = (D << 7) + 1
-// (`reach` = 0x8000 − c, `cap` = 0x7F80 − c in each lane) and s'' = min(s, l, cap):
-// l − s'' ≤ 0x7FFF, so l + reach − s'' never borrows across lanes, and its bit 15 is set
-// exactly when l − s'' ≥ c: when l ≥ 0x7F80 (s'' ≤ cap), or l − s ≥ c with s ≤ cap; when
-// s > cap and l < 0x7F80, l − s < c too (the window is narrow), and so is l − cap. An element of
-// ±0s only has s = 0xFFFF and l = 0: s'' = 0, never flagged.
+// ±Inf addend; for bf16 also a window the double may not hold: core/exact/half_window.h).
 template <bool kF16>
 __device__ __forceinline__ std::uint32_t law_lanes(const UnitSums& s, const ExactHalfArgs& a,
                                                    int j) {
   if constexpr (kF16) {
     return s.largest[j] + (0x8000u - 0x7C00u) * 0x00010001u;
   } else {
-    const std::uint32_t low = __vminu2(__vminu2(s.smallest_less_one[j], s.largest[j]), a.cap);
-    return s.largest[j] + a.reach - low;
+    return exact::flagged_lanes(s.largest[j], s.smallest_less_one[j],
+                                exact::LaneWindow{a.reach, a.cap});
   }
 }
 
@@ -744,9 +740,8 @@ __device__ __forceinline__ void add_unit_float(UnitFloatSums& s, const Unit& x) 
 // law_lanes with the float window (float_reach, float_cap: args_of).
 __device__ __forceinline__ std::uint32_t float_lanes(const UnitFloatSums& s,
                                                      const ExactHalfArgs& a, int j) {
-  const std::uint32_t low =
-      __vminu2(__vminu2(s.smallest_less_one[j], s.largest[j]), a.float_cap);
-  return s.largest[j] + a.float_reach - low;
+  return exact::flagged_lanes(s.largest[j], s.smallest_less_one[j],
+                              exact::LaneWindow{a.float_reach, a.float_cap});
 }
 
 // An exact float sum made the mean (or left the sum), ready for the one rounding to the dtype.
@@ -980,25 +975,15 @@ ExactHalfArgs args_of(std::uint32_t world, Op op, DType dtype) {
   const int shift = a.mean && !a.divide ? a.log2_world : 0;
   a.scale[0] = std::ldexp(1.0, -shift);
   a.scale[1] = std::ldexp(1.0, (dtype == DType::kF16 ? 1008 : 896) - shift);
-  // bf16's window: D = 45 − ⌈log2 W⌉ binades (law_lanes), c = (D << 7) + 1.
-  const std::uint32_t c = (static_cast<std::uint32_t>(45 - a.log2_world_ceiling) << 7) + 1u;
-  a.reach = (0x8000u - c) * 0x00010001u;
-  a.cap = (0x7F80u - c) * 0x00010001u;
-  // The float-first window (float_lanes): D = 16 − ⌈log2 W⌉ (bf16) or 13 − ⌈log2 W⌉ (f16)
-  // binades, exponents at bit 7 or 10; the cap flags ±Inf and NaN and, for bf16, exponents of
-  // 254 − ⌈log2 W⌉ and up, whose sums could overflow a float. Worlds past 2^13 (f16) or 2^16
-  // (bf16) have no float window: every unit is flagged (the shapes are not chosen there).
-  const bool f16 = dtype == DType::kF16;
-  const int binades = (f16 ? 13 : 16) - a.log2_world_ceiling;
-  const std::uint32_t exponent_shift = f16 ? 10 : 7;
-  const std::uint32_t top = f16 ? 0x7C00u
-                                : std::min<std::uint32_t>(
-                                      0x7F80u, static_cast<std::uint32_t>(
-                                                   254 - a.log2_world_ceiling) << exponent_shift);
-  const std::uint32_t fc =
-      binades < 0 ? 1u : (static_cast<std::uint32_t>(binades) << exponent_shift) + 1u;
-  a.float_reach = (0x8000u - (binades < 0 ? 0u : fc)) * 0x00010001u;
-  a.float_cap = (top - fc) * 0x00010001u;
+  // The windows of core/exact/half_window.h: bf16's in double (law_lanes), either dtype's in
+  // float (float_lanes).
+  const exact::LaneWindow double_window = exact::double_window_bf16(a.log2_world_ceiling);
+  a.reach = double_window.reach;
+  a.cap = double_window.cap;
+  const exact::LaneWindow float_window =
+      exact::float_window(dtype == DType::kF16, a.log2_world_ceiling);
+  a.float_reach = float_window.reach;
+  a.float_cap = float_window.cap;
   a.float_scale = static_cast<float>(a.scale[0]);
   return a;
 }
