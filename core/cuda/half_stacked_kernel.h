@@ -71,6 +71,9 @@ const char* to_string(HalfPath path);
 //     staged through shared memory by asynchronous copies (cp.async), a warp's 32 units at a
 //     time: kStagedSxK copies rounds of S slots, K − 1 rounds ahead of the one it adds, so the
 //     data in flight occupies no registers and each byte is requested once.
+//   kVector4 (the "vector" kernel): aligned tables only (HalfPath::kVector; any other is
+//     folded by kBatch4): one unit a thread over a grid covering every unit, 4 slots' 16-byte
+//     loads in registers before they are added.
 enum class HalfFoldShape : std::uint8_t {
   kInline,
   kBatch8,
@@ -78,12 +81,13 @@ enum class HalfFoldShape : std::uint8_t {
   kBatch4x2,
   kBatch2x2,
   kStaged2x4,
-  kStaged4x2
+  kStaged4x2,
+  kVector4
 };
 inline constexpr HalfFoldShape kAllHalfFoldShapes[] = {
-    HalfFoldShape::kInline,   HalfFoldShape::kBatch8,   HalfFoldShape::kBatch4,
-    HalfFoldShape::kBatch4x2, HalfFoldShape::kBatch2x2, HalfFoldShape::kStaged2x4,
-    HalfFoldShape::kStaged4x2};
+    HalfFoldShape::kInline,   HalfFoldShape::kBatch8,    HalfFoldShape::kBatch4,
+    HalfFoldShape::kBatch4x2, HalfFoldShape::kBatch2x2,  HalfFoldShape::kStaged2x4,
+    HalfFoldShape::kStaged4x2, HalfFoldShape::kVector4};
 HalfFoldShape default_half_fold_shape(HalfPath path, std::uint32_t world);
 const char* to_string(HalfFoldShape shape);
 void cuda_fold_stacked_half_shaped(const void* d_stacked, std::uint32_t world,
@@ -113,11 +117,9 @@ void cuda_fold_stacked_half_shaped(const void* d_stacked, std::uint32_t world,
 //     Deferred: kStaged2x4 with a unit that must go element by element set aside (a queue of
 //     64 a warp in shared memory) and finished out of the loop, so that it fits 3 blocks of
 //     256 threads an SM (80 registers) instead of 2.
-//   kSlots4Float, kSlots2x2Float, kStaged4x2Float (the "float-first" kernels): the units
-//     kernel's loads (4 slots of one unit, 2 slots of two units) or the staged kernel's, with
-//     the sums in binary32 where the addends' window allows (exactly as the double's, with
-//     D = 16 − ⌈log2 W⌉ for bf16, 13 − ⌈log2 W⌉ for f16), a unit that does not summed again in
-//     double.
+//   kVector4 (the "vector" kernel): aligned tables only (HalfPath::kVector; any other is
+//     reduced by kStaged4x2): one unit a thread, 4 slots' 16-byte loads in registers before
+//     they are added, the units and staged kernels' arithmetic.
 // The units and staged shapes keep no window for f16, whose sums are exact in double below
 // W = 2^13: an f16 world above that takes kOneUnit.
 enum class HalfExactShape : std::uint8_t {
@@ -130,17 +132,14 @@ enum class HalfExactShape : std::uint8_t {
   kStaged4x2,
   kStaged2x4Integer,
   kStaged2x4Deferred,
-  kSlots4Float,
-  kSlots2x2Float,
-  kStaged4x2Float
+  kVector4
 };
 inline constexpr HalfExactShape kAllHalfExactShapes[] = {
     HalfExactShape::kOneUnit,          HalfExactShape::kTwoUnits,
     HalfExactShape::kSlots4,           HalfExactShape::kSlots2Pipelined,
     HalfExactShape::kStaged2x4,        HalfExactShape::kStaged2x4Hybrid,
     HalfExactShape::kStaged4x2,        HalfExactShape::kStaged2x4Integer,
-    HalfExactShape::kStaged2x4Deferred, HalfExactShape::kSlots4Float,
-    HalfExactShape::kSlots2x2Float,    HalfExactShape::kStaged4x2Float};
+    HalfExactShape::kStaged2x4Deferred, HalfExactShape::kVector4};
 HalfExactShape default_half_exact_shape(std::uint32_t world);
 const char* to_string(HalfExactShape shape);
 void cuda_exact_stacked_half_shaped(const void* d_stacked, std::uint32_t world,

@@ -1,7 +1,6 @@
-// The bf16/f16 exact kernels' windows (core/exact/half_window.h), held to the law on the CPU:
-// where a window passes, the kernels' arithmetic for it, done here in the same order and
-// formats (the sum in binary32 from slot 0's addend, or in binary64; the mean by 2^-k or as a
-// quotient rounded to odd in binary32; one rounding to the dtype), must give
+// The bf16/f16 exact kernels' window (core/exact/half_window.h), held to the law on the CPU:
+// where it passes, the kernels' arithmetic, done here in the same order and formats (the sum
+// in binary64 from slot 0's addend, rounded to odd in binary32, then to the dtype), must give
 // exact_reduce_stacked's bits. The data crowd the windows' edges: addends whose exponents span
 // D − 2 … D + 3 binades, sums near the top of the format, ±0s, subnormals, ±Inf and NaN (which
 // must be flagged). Each window must pass a real share of the elements and, past its edge, flag
@@ -25,7 +24,6 @@
 namespace rv::exact {
 namespace {
 
-constexpr Op kOps[] = {Op::kSum, Op::kMean};
 constexpr std::uint32_t kWorlds[] = {1, 2, 3, 4, 5, 7, 8, 16, 100};
 
 std::uint32_t shift_of(DType dtype) { return dtype == DType::kF16 ? 10 : 7; }
@@ -85,30 +83,6 @@ int log2_ceiling(std::uint32_t world) {
   int k = 0;
   while ((std::uint32_t{1} << k) < world) ++k;
   return k;
-}
-
-// The float-first kernels' result for an element whose window passed.
-std::uint16_t float_first(DType dtype, const std::vector<std::uint16_t>& bits, Op op) {
-  const auto world = static_cast<std::uint32_t>(bits.size());
-  float sum = widen_half(dtype, bits[0]);
-  for (std::uint32_t r = 1; r < world; ++r) sum += widen_half(dtype, bits[r]);
-  float y = sum;
-  if (op == Op::kMean) {
-    const int k = log2_ceiling(world);
-    if ((std::uint32_t{1} << k) == world) {
-      y = sum * std::ldexp(1.0f, -k);
-    } else {
-      const float w = static_cast<float>(world);
-      const int mode = std::fegetround();
-      std::fesetround(FE_TOWARDZERO);
-      volatile float dividend = sum;
-      const float truncated = dividend / w;
-      std::fesetround(mode);
-      const float remainder = std::fma(-truncated, w, sum);
-      y = float_from_bits(float_bits(truncated) | (remainder != 0.0f ? 1u : 0u));
-    }
-  }
-  return half_bits(dtype, y);
 }
 
 // The double kernels' result for a bf16 sum whose window passed: the double rounded to odd in
@@ -176,29 +150,6 @@ std::string name_of(DType dtype, std::uint32_t world, Op op, int span) {
   return s.str();
 }
 
-TEST(HalfWindow, FloatSumsThatPassAreTheLaw) {
-  for (const DType dtype : {DType::kBF16, DType::kF16}) {
-    for (const std::uint32_t world : kWorlds) {
-      const int c = log2_ceiling(world);
-      const int binades = (dtype == DType::kF16 ? 13 : 16) - c;
-      for (const Op op : kOps) {
-        // Spans at the window's edge, and narrow ones (most elements pass).
-        for (const int span : {binades + 3, binades, 4}) {
-          const std::string name = name_of(dtype, world, op, span);
-          const Tally tally = hold_window(
-              dtype, world, op, float_window(dtype == DType::kF16, c), span, 4000,
-              [&](const std::vector<std::uint16_t>& bits) { return float_first(dtype, bits, op); },
-              name);
-          EXPECT_GT(tally.passed, 200u) << name;
-          if (world > 1 && span > binades) {  // a world of one is flagged only for specials
-            EXPECT_GT(tally.flagged, 10u) << name;
-          }
-        }
-      }
-    }
-  }
-}
-
 TEST(HalfWindow, DoubleSumsThatPassAreTheLaw) {
   for (const std::uint32_t world : kWorlds) {
     const int c = log2_ceiling(world);
@@ -214,32 +165,12 @@ TEST(HalfWindow, DoubleSumsThatPassAreTheLaw) {
   }
 }
 
-// The float window's top: bf16 addends at the format's top pass only where their W-fold sum
-// stays below 2^128, and a float sum of them is then the law.
-TEST(HalfWindow, FloatWindowFlagsBf16SumsThatCouldOverflow) {
-  for (const std::uint32_t world : {2u, 3u, 4u, 16u}) {
-    const int c = log2_ceiling(world);
-    const LaneWindow window = float_window(false, c);
-    const std::vector<std::uint16_t> largest(world, 0x7F7F);  // bf16's largest finite
-    EXPECT_TRUE(flagged(largest, window)) << "W=" << world;
-    // One binade lower than the flag: W of them sum below 2^128.
-    const auto exponent = static_cast<std::uint16_t>(254 - c);
-    const std::vector<std::uint16_t> below(world, static_cast<std::uint16_t>((exponent << 7) | 0x7F));
-    ASSERT_FALSE(flagged(below, window)) << "W=" << world;
-    std::vector<float> table(world, widen_bf16(below[0]));
-    for (const Op op : kOps) {
-      float law = 0;
-      exact_reduce_stacked(table.data(), world, 1, 1, op, &law, DType::kBF16);
-      EXPECT_EQ(float_first(DType::kBF16, below, op), half_bits(DType::kBF16, law))
-          << "W=" << world;
-    }
-  }
-}
-
 TEST(HalfWindow, NegativeBinadesFlagEverything) {
   const LaneWindow window = lane_window(-1, 7, 0x7F80u);
   EXPECT_TRUE(flagged({0x3F80, 0x3F80}, window));
-  EXPECT_FALSE(flagged({0x0000, 0x8000}, float_window(false, 1)));  // ±0s only: never flagged
+  EXPECT_FALSE(flagged({0x0000, 0x8000}, double_window_bf16(1)));  // ±0s only: never flagged
+  EXPECT_TRUE(flagged({0x7F80, 0x3F80}, double_window_bf16(1)));   // ±Inf
+  EXPECT_TRUE(flagged({0x7FC0, 0x3F80}, double_window_bf16(1)));   // NaN
 }
 
 }  // namespace

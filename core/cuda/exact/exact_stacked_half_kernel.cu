@@ -65,11 +65,6 @@ struct ExactHalfArgs {
   double scale[2];      // what a unit's sums are multiplied by: even elements, odd elements
   std::uint32_t reach;  // bf16's window check (law_lanes), both lanes
   std::uint32_t cap;
-  // The float-first kernels' (float_lanes, settle_float): their window check, both lanes, for
-  // either dtype, and the power-of-two mean's 2^-k as a float.
-  std::uint32_t float_reach;
-  std::uint32_t float_cap;
-  float float_scale;
 };
 
 template <bool kF16>
@@ -686,223 +681,52 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   exact_edges<kF16>(t, a, thread, threads);
 }
 
-// ---- The float-first kernels (issue 37) ---------------------------------------------------
+// ---- The vector kernel (aligned tables) -------------------------------------------------
 //
-// The staged and units kernels' loads, with the sums kept in binary32 where the window allows:
-// an addend is widened to float (a shift for bf16, one half2 conversion a word for f16) and
-// added with one FADD, instead of a quarter-rate cvt.f64.f32 and a DADD; the unit is rounded
-// with one paired conversion a word. A float sum is exact when every partial sum fits 24 bits:
-// with l and s the largest and smallest nonzero addends' biased exponents and c = ⌈log2 W⌉,
-// the partial sums lie below 2^(l − 126 + c) and on a grid of 2^(s − 134) for bf16 (8
-// significant bits), below 2^(l − 14 + c) on a grid of 2^(s − 25) for f16 (11 bits; a subnormal's
-// field 0 only widens the bound), so l − s ≤ D with D = 16 − c (bf16) or 13 − c (f16) is enough.
-// That is the double kernels' check (law_lanes) with D in place of 45 − c, on both dtypes:
-// float_lanes, whose cap also flags bf16 addends whose sum could pass FLT_MAX (l ≥ 254 − c),
-// which the double holds but the float would not. A flagged unit is re-read and summed in
-// double (finish_flagged_unit: the kernels above, for that unit alone), which is rare for
-// gradient-like data at small W and grows with W (the window narrows by one binade per doubling).
-// The mean: for W = 2^k the exact sum times 2^-k (exact: the sums are multiples of 2^-133 or
-// 2^-24, and float reaches 2^-149); otherwise the quotient rounded to odd in binary32 (the
-// truncated quotient, with its last bit set when the remainder, exact by FMA, is not zero), whose
-// rounding to the dtype is the true mean's (the argument at the top of the file, with q = 24 ≥
-// p + 2 and float's subnormal grid 16 bits finer than either dtype's).
-
-struct UnitFloatSums {
-  float sum[kUnit];
-  std::uint32_t largest[kUnit / 2];            // per word: both elements' largest magnitude
-  std::uint32_t smallest_less_one[kUnit / 2];  // per word: both elements' smallest magnitude − 1
-};
-
-// One unit of one slot added into the unit's float sums; kFirst: slot 0's, which starts the
-// sums (the law's sum from −0, as add() above) and the window.
-template <bool kF16, bool kFirst>
-__device__ __forceinline__ void add_unit_float(UnitFloatSums& s, const Unit& x) {
-#pragma unroll
-  for (int j = 0; j < static_cast<int>(kUnit / 2); ++j) {
-    const std::uint32_t w = x.w[j];
-    const std::uint32_t magnitudes = w & 0x7FFF7FFFu;
-    const std::uint32_t less_one = __vsub2(magnitudes, 0x00010001u);  // ±0 wraps to 0xFFFF
-    const float2 v = half_kernel_detail::widen_pair<kF16>(w);
-    if constexpr (kFirst) {
-      s.largest[j] = magnitudes;
-      s.smallest_less_one[j] = less_one;
-      s.sum[2 * j] = v.x;
-      s.sum[2 * j + 1] = v.y;
-    } else {
-      s.largest[j] = __vmaxu2(s.largest[j], magnitudes);
-      s.smallest_less_one[j] = __vminu2(s.smallest_less_one[j], less_one);
-      s.sum[2 * j] = __fadd_rn(s.sum[2 * j], v.x);
-      s.sum[2 * j + 1] = __fadd_rn(s.sum[2 * j + 1], v.y);
-    }
-  }
-}
-
-// law_lanes with the float window (float_reach, float_cap: args_of).
-__device__ __forceinline__ std::uint32_t float_lanes(const UnitFloatSums& s,
-                                                     const ExactHalfArgs& a, int j) {
-  return exact::flagged_lanes(s.largest[j], s.smallest_less_one[j],
-                              exact::LaneWindow{a.float_reach, a.float_cap});
-}
-
-// An exact float sum made the mean (or left the sum), ready for the one rounding to the dtype.
-__device__ __forceinline__ float settle_float(float y, const ExactHalfArgs& a) {
-  if (!a.mean) return y;
-  if (!a.divide) return __fmul_rn(y, a.float_scale);
-  const float w = static_cast<float>(a.world);
-  const float truncated = __fdiv_rz(y, w);
-  const float remainder = __fmaf_rn(-truncated, w, y);
-  return float_from_bits(float_bits(truncated) | (remainder != 0.0f ? 1u : 0u));
-}
-
-// A unit's results from its float sums; false, nothing written, when an element's window is
-// too wide for a float (or holds a special) and the unit must be summed in double.
-template <bool kF16>
-__device__ __forceinline__ bool settle_unit_float(const HalfTable& t, const ExactHalfArgs& a,
-                                                  std::size_t u, const UnitFloatSums& s) {
-  std::uint32_t flagged = 0;
-#pragma unroll
-  for (int j = 0; j < static_cast<int>(kUnit / 2); ++j) flagged |= float_lanes(s, a, j);
-  if (__builtin_expect((flagged & 0x80008000u) != 0, 0)) return false;
-  Unit result;
-#pragma unroll
-  for (int j = 0; j < static_cast<int>(kUnit / 2); ++j) {
-    result.w[j] = half_kernel_detail::narrow_pair<kF16>(settle_float(s.sum[2 * j], a),
-                                                        settle_float(s.sum[2 * j + 1], a));
-  }
-  half_kernel_detail::store_unit(t, u, result);
-  return true;
-}
-
-// What finish_flagged_unit needs, by value (as ElementArgs, for the same reason).
-struct UnitArgs {
-  ElementArgs element;
-  unsigned char* out;
-  std::size_t head;
-  std::uint32_t phase0;
-  std::uint32_t stride_phase;
-  std::uint32_t reach;
-  std::uint32_t cap;
-  double scale;  // the double kernels' scale[0]
-};
-
-__device__ __forceinline__ UnitArgs unit_args(const HalfTable& t, const ExactHalfArgs& a) {
-  return UnitArgs{element_args(t, a), t.out, t.head, t.phase0, t.stride_phase, a.reach, a.cap,
-                  a.scale[0]};
-}
-
-// A unit the float could not settle: its W slots re-read and summed in double, then settled as
-// the double kernels settle a unit (element by element, and by the law, where that cannot).
-template <bool kF16>
-__device__ __noinline__ void finish_flagged_unit(UnitArgs g, std::size_t u) {
-  HalfTable t{};
-  t.stacked = g.element.stacked;
-  t.out = g.out;
-  t.stride = g.element.stride;
-  t.head = g.head;
-  t.world = g.element.world;
-  t.phase0 = g.phase0;
-  t.stride_phase = g.stride_phase;
-  t.stride_bytes = 2 * g.element.stride;
-  ExactHalfArgs a{};
-  a.world = g.element.world;
-  a.limb_bits = g.element.limb_bits;
-  a.log2_world = g.element.log2_world;
-  a.log2_world_ceiling = g.element.log2_world_ceiling;
-  a.mean = g.element.mean;
-  a.divide = g.element.divide;
-  a.scale[0] = g.scale;
-  a.reach = g.reach;
-  a.cap = g.cap;
-  UnitSums s;
-  start_window(s);
-  add_unit<kF16, 0, true>(s, half_kernel_detail::load_unit(t, 0, u));
-  for (std::uint32_t r = 1; r < t.world; ++r) {
-    add_unit<kF16, 0, false>(s, half_kernel_detail::load_unit(t, r, u));
-  }
-  finish_units_unit<kF16, 0>(t, a, u, s);
-}
-
-// The units kernel's loads (kSlots slots of kUnits units requested, then added) with float sums.
-// A thread's walk stops at a group of units with a flagged one and finishes those out of the
-// walk's loop, then walks on: no call inside the loop, whose values would otherwise be spilled
-// around it.
-template <bool kF16, int kSlots, int kUnits, int kMinBlocks>
-__global__ void __launch_bounds__(kThreads, kMinBlocks)
-    exact_units_float_kernel(HalfTable t, ExactHalfArgs a) {
-  using half_kernel_detail::Chunks;
+// Where every slot and the output share one phase (HalfPath::kVector), no unit needs
+// realigning, and the simplest walk is the fastest: a thread takes one unit, issues the loads
+// of kSlots slots (one 16-byte load each, kept in registers) before adding any, and the grid
+// covers the units with one unit a thread (no grid-stride loop, no phase per slot, no shared
+// memory). A unit whose window the double cannot hold breaks the thread's walk: it is finished
+// element by element outside the loop, so that no call sits inside it.
+template <bool kF16, int kSlots>
+__global__ void __launch_bounds__(kThreads, 3) exact_vector_kernel(HalfTable t, ExactHalfArgs a) {
   const std::size_t thread = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::size_t threads = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  std::size_t first = thread;
-  while (first < t.units) {
-    unsigned flagged = 0;  // bit v: unit first + v × threads must be summed in double
-    for (; first < t.units; first += threads * kUnits) {
-      UnitFloatSums s[kUnits];
+  std::size_t u = thread;
+  while (u < t.units) {
+    bool flagged = false;
+    for (; u < t.units; u += threads) {
+      const unsigned char* base = half_kernel_detail::unit_base(t, u);
+      UnitSums s;
+      start_window(s);
       for (std::uint32_t r = 0; r < t.world; r += kSlots) {
-        std::uint32_t phase[kSlots];
-        Chunks held[kSlots][kUnits];
-        half_kernel_detail::load_round(t, r, first, threads, phase, held);
+        uint4 held[kSlots];
+#pragma unroll
+        for (int b = 0; b < kSlots; ++b) {
+          if (r + b < t.world) {
+            held[b] = *reinterpret_cast<const uint4*>(base + (r + b) * t.stride_bytes);
+          }
+        }
 #pragma unroll
         for (int b = 0; b < kSlots; ++b) {
           if (r + b >= t.world) break;
-#pragma unroll
-          for (int v = 0; v < kUnits; ++v) {
-            if (first + v * threads >= t.units) break;
-            const Unit x = half_kernel_detail::realign(held[b][v], phase[b]);
-            if (r + b == 0) {
-              add_unit_float<kF16, true>(s[v], x);
-            } else {
-              add_unit_float<kF16, false>(s[v], x);
-            }
+          const Unit x{{held[b].x, held[b].y, held[b].z, held[b].w}};
+          if (r + b == 0) {
+            add_unit<kF16, 0, true>(s, x);
+          } else {
+            add_unit<kF16, 0, false>(s, x);
           }
         }
       }
-#pragma unroll
-      for (int v = 0; v < kUnits; ++v) {
-        const std::size_t u = first + v * threads;
-        if (u < t.units && !settle_unit_float<kF16>(t, a, u, s[v])) flagged |= 1u << v;
+      if (!settle_unit<kF16, 0>(t, a, u, s)) {
+        flagged = true;
+        break;
       }
-      if (flagged != 0) break;
     }
-    if (flagged == 0) break;
-    for (int v = 0; v < kUnits; ++v) {
-      if ((flagged >> v) & 1u) finish_flagged_unit<kF16>(unit_args(t, a), first + v * threads);
-    }
-    first += threads * kUnits;
-  }
-  exact_edges<kF16>(t, a, thread, threads);
-}
-
-// The staged kernel's loads (shared memory, cp.async) with float sums. A flagged unit is set
-// aside in the warp's queue (staged_units' kDefer); when the queue may not hold another group's,
-// the walk stops, the queue is finished, a unit a lane, and the walk goes on from where it
-// stopped: no call inside the walk's loop.
-template <bool kF16, int kSlots, int kStages, int kMinBlocks>
-__global__ void __launch_bounds__(kThreads, kMinBlocks)
-    exact_staged_float_kernel(HalfTable t, ExactHalfArgs a) {
-  const std::size_t thread = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  const std::size_t threads = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  const unsigned warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  __shared__ half_kernel_detail::WarpStages<kSlots, kStages> stages[half_kernel_detail::kWarps];
-  __shared__ std::size_t queues[half_kernel_detail::kWarps][half_kernel_detail::kQueue];
-  const std::size_t groups = (t.units + half_kernel_detail::kGroup - 1) / half_kernel_detail::kGroup;
-  half_kernel_detail::StagedJob job{blockIdx.x * half_kernel_detail::kWarps + warp, 0};
-  while (job.group < groups) {
-    unsigned queued = 0;
-    UnitFloatSums s;
-    job = half_kernel_detail::staged_units<kSlots, kStages, true>(
-        t, job, stages[warp], queues[warp], queued,
-        [&](const Unit& x, bool first) {
-          if (first) {
-            add_unit_float<kF16, true>(s, x);
-          } else {
-            add_unit_float<kF16, false>(s, x);
-          }
-        },
-        [&](std::size_t u) { return !settle_unit_float<kF16>(t, a, u, s); });
-    for (unsigned q = lane; q < queued; q += 32) {
-      finish_flagged_unit<kF16>(unit_args(t, a), queues[warp][q]);
-    }
-    __syncwarp();  // the queue read before the next walk refills it
+    if (!flagged) break;
+    finish_elementwise<kF16>(element_args(t, a), t.out, t.head + kUnit * u);
+    u += threads;
   }
   exact_edges<kF16>(t, a, thread, threads);
 }
@@ -915,8 +739,7 @@ void launch_shaped(const HalfTable& table, const ExactHalfArgs& args, Op op, cud
         shape == detail::HalfExactShape::kStaged2x4Hybrid ||
         shape == detail::HalfExactShape::kStaged2x4Integer ||
         shape == detail::HalfExactShape::kStaged2x4Deferred ||
-        shape == detail::HalfExactShape::kStaged4x2 ||
-        shape == detail::HalfExactShape::kStaged4x2Float) {
+        shape == detail::HalfExactShape::kStaged4x2) {
       half_kernel_detail::prefer_shared_memory(reinterpret_cast<const void*>(kernel));
     }
     kernel<<<half_kernel_detail::grid_for_units(kernel, table, units_per_thread), kThreads, 0,
@@ -945,13 +768,17 @@ void launch_shaped(const HalfTable& table, const ExactHalfArgs& args, Op op, cud
     case detail::HalfExactShape::kStaged2x4Integer:
       return launch(exact_staged_kernel<kF16, 3, 2, 4, false, 2>, 1,
                     "exact_staged_kernel<2x4 integer>");
-    case detail::HalfExactShape::kSlots4Float:
-      return launch(exact_units_float_kernel<kF16, 4, 1, 3>, 1, "exact_units_float_kernel<4x1>");
-    case detail::HalfExactShape::kSlots2x2Float:
-      return launch(exact_units_float_kernel<kF16, 2, 2, 2>, 2, "exact_units_float_kernel<2x2>");
-    case detail::HalfExactShape::kStaged4x2Float:
-      return launch(exact_staged_float_kernel<kF16, 4, 2, 2>, 1,
-                    "exact_staged_float_kernel<4x2>");
+    case detail::HalfExactShape::kVector4: {
+      // Aligned tables only; any other takes the staged kernel.
+      if (table.units == 0 || table.phase0 != 0 || (table.world > 1 && table.stride_phase != 0)) {
+        return launch_shaped<kF16>(table, args, op, stream, detail::HalfExactShape::kStaged4x2);
+      }
+      const auto kernel = exact_vector_kernel<kF16, 4>;
+      const unsigned blocks = static_cast<unsigned>((table.units + kThreads - 1) / kThreads);
+      kernel<<<blocks, kThreads, 0, stream>>>(table, args);
+      RV_CUDA_CHECK_LAUNCH("exact_vector_kernel<4>");
+      return;
+    }
   }
   throw InternalError("unknown half exact shape");
 }
@@ -975,16 +802,10 @@ ExactHalfArgs args_of(std::uint32_t world, Op op, DType dtype) {
   const int shift = a.mean && !a.divide ? a.log2_world : 0;
   a.scale[0] = std::ldexp(1.0, -shift);
   a.scale[1] = std::ldexp(1.0, (dtype == DType::kF16 ? 1008 : 896) - shift);
-  // The windows of core/exact/half_window.h: bf16's in double (law_lanes), either dtype's in
-  // float (float_lanes).
+  // bf16's window in double (law_lanes): core/exact/half_window.h.
   const exact::LaneWindow double_window = exact::double_window_bf16(a.log2_world_ceiling);
   a.reach = double_window.reach;
   a.cap = double_window.cap;
-  const exact::LaneWindow float_window =
-      exact::float_window(dtype == DType::kF16, a.log2_world_ceiling);
-  a.float_reach = float_window.reach;
-  a.float_cap = float_window.cap;
-  a.float_scale = static_cast<float>(a.scale[0]);
   return a;
 }
 
@@ -992,11 +813,12 @@ ExactHalfArgs args_of(std::uint32_t world, Op op, DType dtype) {
 
 namespace detail {
 
-// staged-s4x2: the shape with the highest worst case over W = 2 … 16, every layout, sum and
-// mean, at 16 Mi and 128 Mi elements (docs/results.md, "Decisions behind the code"); every
-// shape gives the same bits (gpu_half_stacked_kernel_test). f16 worlds past 2^13 still take one-unit (below).
-HalfExactShape default_half_exact_shape(std::uint32_t /*world*/) {
-  return HalfExactShape::kStaged4x2;
+// vector-s4 (aligned tables; staged-s4x2 on every other) from W = 3, staged-s4x2 below: the
+// shapes with the highest worst case over sum and mean, per W and layout, at 16 Mi and 128 Mi
+// elements (docs/results.md, "Decisions behind the code"); every shape gives the same bits
+// (gpu_half_stacked_kernel_test). f16 worlds past 2^13 still take one-unit (below).
+HalfExactShape default_half_exact_shape(std::uint32_t world) {
+  return world >= 3 ? HalfExactShape::kVector4 : HalfExactShape::kStaged4x2;
 }
 
 const char* to_string(HalfExactShape shape) {
@@ -1019,12 +841,8 @@ const char* to_string(HalfExactShape shape) {
       return "staged-s2x4-integer";
     case HalfExactShape::kStaged2x4Deferred:
       return "staged-s2x4-deferred";
-    case HalfExactShape::kSlots4Float:
-      return "float-s4x1";
-    case HalfExactShape::kSlots2x2Float:
-      return "float-s2x2";
-    case HalfExactShape::kStaged4x2Float:
-      return "float-staged-s4x2";
+    case HalfExactShape::kVector4:
+      return "vector-s4";
   }
   return "unknown";
 }

@@ -264,6 +264,44 @@ __global__ void __launch_bounds__(kThreads) fold_staged_kernel(HalfTable t, Fold
   }
 }
 
+// The vector kernel: aligned tables only (HalfPath::kVector), where no slot needs realigning.
+// One unit a thread over a grid that covers every unit (no grid-stride loop), kSlots slots'
+// 16-byte loads issued before any is added.
+template <bool kF16, int kSlots>
+__global__ void __launch_bounds__(kThreads) fold_vector_kernel(HalfTable t, FoldFinish f) {
+  const std::size_t thread = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::size_t threads = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t u = thread; u < t.units; u += threads) {
+    const unsigned char* base = half_kernel_detail::unit_base(t, u);
+    float sum[kUnit];
+    for (std::uint32_t r = 0; r < t.world; r += kSlots) {
+      uint4 held[kSlots];
+#pragma unroll
+      for (int b = 0; b < kSlots; ++b) {
+        if (r + b < t.world) {
+          held[b] = *reinterpret_cast<const uint4*>(base + (r + b) * t.stride_bytes);
+        }
+      }
+#pragma unroll
+      for (int b = 0; b < kSlots; ++b) {  // ascending slots: the contract's association
+        if (r + b >= t.world) break;
+        const Unit x{{held[b].x, held[b].y, held[b].z, held[b].w}};
+        if (r + b == 0) {
+          fold_unit<kF16, true>(sum, x);
+        } else {
+          fold_unit<kF16, false>(sum, x);
+        }
+      }
+    }
+    half_kernel_detail::store_unit(t, u, finish_unit<kF16>(sum, f));
+  }
+  const std::size_t edges = half_kernel_detail::edge_count(t);
+  for (std::size_t e = threads - 1 - thread; e < edges; e += threads) {
+    const std::size_t i = half_kernel_detail::edge_element(t, e);
+    half_kernel_detail::store_element(t, i, fold_edge<kF16>(t, f, i));
+  }
+}
+
 // The units kernel's shapes: slots a batch, units a thread.
 template <typename Launch>
 void with_fold_shape(detail::HalfFoldShape shape, Launch&& launch) {
@@ -279,6 +317,7 @@ void with_fold_shape(detail::HalfFoldShape shape, Launch&& launch) {
     case detail::HalfFoldShape::kInline:
     case detail::HalfFoldShape::kStaged2x4:
     case detail::HalfFoldShape::kStaged4x2:
+    case detail::HalfFoldShape::kVector4:
       break;
   }
   throw InternalError("with_fold_shape: not a units shape");
@@ -300,6 +339,17 @@ void launch_fold(const HalfTable& table, const FoldFinish& finish, cudaStream_t 
                                                                                           finish);
     RV_CUDA_CHECK_LAUNCH("fold_staged_kernel");
   };
+  if (shape == detail::HalfFoldShape::kVector4) {
+    // Aligned tables only; any other takes the units kernel's b4x1.
+    if (table.units == 0 || table.phase0 != 0 || (table.world > 1 && table.stride_phase != 0)) {
+      return launch_fold<kF16>(table, finish, stream, detail::HalfFoldShape::kBatch4);
+    }
+    const auto kernel = fold_vector_kernel<kF16, 4>;
+    kernel<<<static_cast<unsigned>((table.units + kThreads - 1) / kThreads), kThreads, 0,
+             stream>>>(table, finish);
+    RV_CUDA_CHECK_LAUNCH("fold_vector_kernel");
+    return;
+  }
   if (shape == detail::HalfFoldShape::kStaged2x4) return staged(fold_staged_kernel<kF16, 2, 4>);
   if (shape == detail::HalfFoldShape::kStaged4x2) return staged(fold_staged_kernel<kF16, 4, 2>);
   with_fold_shape(shape, [&](auto batch, auto units) {
@@ -345,11 +395,12 @@ HalfPath half_path(const void* d_stacked, std::uint32_t world, std::size_t slot_
   return half_kernel_detail::path_of(d_stacked, world, slot_stride, n, d_out);
 }
 
-// b4x1: the shape with the highest worst case over W = 2 … 16, every layout, sum and mean, at
-// 16 Mi and 128 Mi elements (docs/results.md, "Decisions behind the code"); every shape gives
-// the same bits (gpu_half_stacked_kernel_test).
-HalfFoldShape default_half_fold_shape(HalfPath /*path*/, std::uint32_t /*world*/) {
-  return HalfFoldShape::kBatch4;
+// vector-s4 on aligned tables and b4x1 on every other: the shapes with the highest worst case
+// over W = 2 … 16, sum and mean, at 16 Mi and 128 Mi elements, for aligned tables and for the
+// other layouts (docs/results.md, "Decisions behind the code"); every shape gives the same bits
+// (gpu_half_stacked_kernel_test).
+HalfFoldShape default_half_fold_shape(HalfPath path, std::uint32_t /*world*/) {
+  return path == HalfPath::kVector ? HalfFoldShape::kVector4 : HalfFoldShape::kBatch4;
 }
 
 const char* to_string(HalfFoldShape shape) {
@@ -368,6 +419,8 @@ const char* to_string(HalfFoldShape shape) {
       return "staged-s2x4";
     case HalfFoldShape::kStaged4x2:
       return "staged-s4x2";
+    case HalfFoldShape::kVector4:
+      return "vector-s4";
   }
   return "unknown";
 }
