@@ -45,6 +45,7 @@
 #include "core/error.h"
 #include "core/exact/exact_law.h"
 #include "core/exact/half_window.h"
+#include "core/exact/odd_quotient.h"
 
 namespace rv {
 namespace {
@@ -63,6 +64,7 @@ struct ExactHalfArgs {
   bool mean;
   bool divide;          // mean with W not a power of two: the double quotient
   double scale[2];      // what a unit's sums are multiplied by: even elements, odd elements
+  double reciprocal;    // 1 / W rounded to nearest, for the divided mean (odd_quotient)
   std::uint32_t reach;  // bf16's window check (law_lanes), both lanes
   std::uint32_t cap;
 };
@@ -308,7 +310,8 @@ void launch_for(const HalfTable& table, const ExactHalfArgs& args, Op op, cudaSt
 //   any of these values), so the sum times 2^896 (or 2^1008), a power of two, is the exact
 //   sum. A NaN or ±Inf becomes a finite double here: such units go element by element anyway.
 // The mean: the sums times 2^-k for W = 2^k (the rescale and the mean in one multiplication,
-// exact), else the double quotient, as above.
+// exact), else the quotient rounded to odd in binary64 (core/exact/odd_quotient.h: a
+// multiplication and FMAs, no division), whose one rounding to the dtype is the true mean's.
 
 // A unit's sums and its window.
 struct UnitSums {
@@ -384,7 +387,7 @@ __device__ __forceinline__ std::uint32_t law_lanes(const UnitSums& s, const Exac
 template <bool kF16, int kScaled>
 __device__ __forceinline__ std::uint16_t settled(double y, const ExactHalfArgs& a, int e) {
   if (kScaled != 0 || a.mean) y = __dmul_rn(y, a.scale[(kScaled >> e) & 1]);
-  if (a.divide) y = __ddiv_rn(y, static_cast<double>(a.world));
+  if (a.divide) y = exact::odd_quotient(y, static_cast<double>(a.world), a.reciprocal);
   return half_kernel_detail::round_double<kF16>(y);
 }
 
@@ -797,6 +800,7 @@ ExactHalfArgs args_of(std::uint32_t world, Op op, DType dtype) {
   a.log2_world_ceiling = exact::log2_ceiling(world);
   a.mean = op == Op::kMean;
   a.divide = a.mean && a.log2_world < 0;
+  a.reciprocal = 1.0 / static_cast<double>(world);
   // Elements converted by cvt: the double is the value; by shifts (kScaled): the value times
   // 2^-896 or 2^-1008. A power-of-two mean's 2^-k joins the rescale.
   const int shift = a.mean && !a.divide ? a.log2_world : 0;
