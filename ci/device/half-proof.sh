@@ -15,35 +15,20 @@
 set -uo pipefail
 out=${OUT:-/tmp/rv-half-out}
 log=half.log
-# root, bundle, summary and the CLI's shim (which sets the bundle's lib/ for the CLI alone:
-# every call of the CLI, the compare steps and the Python test's included, needs Debian's
-# Gloo from there); this script's own step, with a time budget, follows.
+budget=${RV_DEVICE_BUDGET:-540}
+# root, bundle, summary, the step helper and the CLI's shim (which sets the bundle's lib/ for
+# the CLI alone: every call of the CLI, the compare steps and the Python test's included, needs
+# Debian's Gloo from there).
 source "$(dirname "$0")/steps.sh"
 cpu_report=${CPU_REPORT:-"$root/golden/boxes/cpu-gloo-half.json"}
-log="$out/half.log"
 : >"$summary"
-: >"$log"
+: >"$out/$log"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
 declare -A nccl_dirs=(
   [nccl2.28.3]=/usr/lib/x86_64-linux-gnu
   [nccl2.28.9]=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib
 )
-budget=${RV_DEVICE_BUDGET:-540}
-note() { echo "$*" | tee -a "$summary"; }
-step() {  # step NAME SECONDS command...
-  local name=$1 limit=$2
-  shift 2
-  local left=$((budget - SECONDS - 10))
-  if ((left < 15)); then note "$(printf '%-64s skipped: out of time' "$name")"; return 125; fi
-  ((limit > left)) && limit=$left
-  local started=$SECONDS
-  { echo; echo "===== $name: $*"; } >>"$log"
-  timeout --kill-after=5 "$limit" "$@" >>"$log" 2>&1
-  local rc=$?
-  note "$(printf '%-64s rc=%-3s %4ss' "$name" "$rc" "$((SECONDS - started))")"
-  return $rc
-}
 libs() { echo "LD_LIBRARY_PATH=${nccl_dirs[$1]}:$bundle/lib"; }
 cli="$shim"
 
@@ -98,5 +83,5 @@ print(f"half kernels: {len(rows)} runs")
 for b in rows:
     print(f"  {b['name'].split('/iterations')[0]:70} {b.get('label',''):40} {b['copy_fraction']:.3f}")
 EOF
-note "steps failed: $(grep -c 'rc=[1-9]' "$summary")"
+note_failures
 exit 0

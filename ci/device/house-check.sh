@@ -61,4 +61,4 @@ else
   rm -f "$out/committed-rs.json"
   grep -E '(passed|failed|agree|differ)' "$out/$log" | tail -20 >>"$summary"
 fi
-note "done: $(grep -c 'rc=0 ' "$summary") steps rc=0, $(grep -cE 'rc=[1-9]' "$summary") failed"
+note_failures

@@ -53,5 +53,5 @@ step "python test_fsdp_gpu.py" 150 "${py[@]}" "$root/tests/python/test_fsdp_gpu.
 step "python test_fsdp.py on the CPUs, W up to 8" 200 env CUDA_VISIBLE_DEVICES= \
   REDUCE_VERIFY_FSDP_W8=1 "${py[@]}" "$root/tests/python/test_fsdp.py" -v
 grep -E 'distinct|digest' "$out/$log" | tail -n 8 | tee -a "$summary"
-note "steps failed: $(grep -c 'rc=[1-9]' "$summary")"
+note_failures
 exit 0

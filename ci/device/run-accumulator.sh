@@ -40,4 +40,4 @@ if (($(nvidia-smi -L | wc -l) >= 2)); then
     python3 "$root/tests/python/accumulate_nccl_worlds.py" --out "$out"
   grep -E '^(W = |  (exact|float)-|exact: )' "$out/log.txt" | tee -a "$summary"
 fi
-note "steps failed: $(grep -c 'rc=[1-9]' "$summary")"
+note_failures

@@ -16,12 +16,14 @@
 # first failure: every step runs, and the summary at the end says what failed.
 #   usage (device machine, repository root):  bash ci/device/run-on-h200.sh
 set -uo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-bundle="$root/build-device"
 out=${OUT:-/tmp/rv-device-out}
+log=tests.log
+# The whole script stays inside one run's limit: a step gets at most what is left.
+budget=${RV_DEVICE_BUDGET:-450}
+# root, bundle, summary and the note/step helpers (each step's log is $step_log, set below).
+source "$(dirname "$0")/steps.sh"
 work=$(mktemp -d /tmp/rv-device.XXXXXX)
-mkdir -p "$out" "$work/reports"
-summary="$out/summary.txt"
+mkdir -p "$work/reports"
 : >"$summary"
 
 # NVLink multicast stays off on these shared hosts (KINDS.md), here and in every child.
@@ -34,26 +36,6 @@ declare -A nccl_dirs=(
 )
 nccl_order=(system torch)
 
-note() { echo "$*" | tee -a "$summary"; }
-# The whole script stays inside one run's limit: a step gets at most what is left.
-budget=${RV_DEVICE_BUDGET:-450}
-# step NAME SECONDS LOG command...: runs one step with a time limit, records its status.
-step() {
-  local name=$1 limit=$2 log=$3
-  shift 3
-  local left=$((budget - SECONDS - 15))
-  if ((left < 20)); then
-    note "$(printf '%-58s skipped: out of time' "$name")"
-    return 125
-  fi
-  ((limit > left)) && limit=$left
-  local started=$SECONDS
-  { echo; echo "===== $name: $*"; } >>"$log"
-  timeout --kill-after=10 "$limit" "$@" >>"$log" 2>&1
-  local rc=$?
-  note "$(printf '%-58s rc=%-3s %4ss' "$name" "$rc" "$((SECONDS - started))")"
-  return $rc
-}
 # libs KEY: the loader path with that NCCL first, then the bundle's own libraries.
 libs() { echo "LD_LIBRARY_PATH=${nccl_dirs[$1]}:$bundle/lib"; }
 
@@ -81,20 +63,20 @@ tests_log="$out/tests.log"
 run_tests() {  # run_tests KEY TEST...
   local key=$1
   shift
-  local log="$tests_log"
-  local first_line=$(($(wc -l <"$log") + 1))
+  step_log="$tests_log"
+  local first_line=$(($(wc -l <"$step_log") + 1))
   for t in "$@"; do
-    if ! step "tests[$key] $t" 240 "$log" env "$(libs "$key")" "$bundle/bin/$t" \
+    if ! step "tests[$key] $t" 240 env "$(libs "$key")" "$bundle/bin/$t" \
          --gtest_output="xml:$work/reports/$t-$key.xml"; then
       if [[ $t == gpu_nccl_transport_test && -z ${NCCL_SOCKET_IFNAME:-} ]]; then
         # Bootstrap may find no usable interface on an isolated machine: try the loopback.
-        step "tests[$key] $t (NCCL_SOCKET_IFNAME=lo)" 120 "$log" \
+        step "tests[$key] $t (NCCL_SOCKET_IFNAME=lo)" 120 \
           env "$(libs "$key")" NCCL_SOCKET_IFNAME=lo "$bundle/bin/$t" \
           --gtest_output="xml:$work/reports/$t-$key-lo.xml"
       fi
     fi
   done
-  tail -n +"$first_line" "$log" | grep -hE "^(using|loaded) NCCL" | sort -u |
+  tail -n +"$first_line" "$step_log" | grep -hE "^(using|loaded) NCCL" | sort -u |
     sed "s/^/  [$key] /" | tee -a "$summary"
 }
 run_tests system gpu_fold_kernel_test gpu_cuda_fixed_order_device_test gpu_loopback_world_test \
@@ -102,20 +84,20 @@ run_tests system gpu_fold_kernel_test gpu_cuda_fixed_order_device_test gpu_loopb
   cuda_host_test gpu_half_stacked_kernel_test
 
 # 3. The fold benchmark (3 repetitions: the spread shows in the aggregates).
-log="$work/reports/bench.log"
-: >"$log"
-step "bench_cuda (fold vs cudaMemcpy D2D)" 300 "$log" env "$(libs system)" "$bundle/bin/bench_cuda" \
+step_log="$work/reports/bench.log"
+: >"$step_log"
+step "bench_cuda (fold vs cudaMemcpy D2D)" 300 env "$(libs system)" "$bundle/bin/bench_cuda" \
   --benchmark_filter=BM_FoldVsCopy \
   --benchmark_repetitions=3 --benchmark_counters_tabular=true \
   --benchmark_out="$out/cuda-fold-h200.json" --benchmark_out_format=json
-step "bench_cuda_exact (exact kernels and the accumulator vs cudaMemcpy D2D)" 200 "$log" env "$(libs system)" \
+step "bench_cuda_exact (exact kernels and the accumulator vs cudaMemcpy D2D)" 200 env "$(libs system)" \
   "$bundle/bin/bench_cuda_exact" --benchmark_repetitions=3 --benchmark_counters_tabular=true \
   --benchmark_out="$out/cuda-exact-h200.json" --benchmark_out_format=json
-step "bench_cuda_half (bf16/f16 fold and exact stacked kernels vs cudaMemcpy D2D)" 300 "$log" \
+step "bench_cuda_half (bf16/f16 fold and exact stacked kernels vs cudaMemcpy D2D)" 300 \
   env "$(libs system)" "$bundle/bin/bench_cuda_half" --benchmark_counters_tabular=true \
   --benchmark_out="$out/cuda-half-h200.json" --benchmark_out_format=json
 # 4. The NCCL benchmark as a world of one (a smoke test: it needs >= 2 GPUs to measure).
-step "bench_nccl world of one (smoke, <= 64 MiB)" 120 "$log" env "$(libs system)" \
+step "bench_nccl world of one (smoke, <= 64 MiB)" 120 env "$(libs system)" \
   REDUCE_VERIFY_RENDEZVOUS="$work/rdv" "$bundle/bin/bench_nccl" \
   --max-bytes 67108864 --json "$work/reports/nccl-bench-w1.json"
 
@@ -124,10 +106,10 @@ for key in "${nccl_order[@]:1}"; do run_tests "$key" gpu_nccl_transport_test cud
 # 5. The CLI, when the bundle has it.
 cli="$bundle/bin/reduce-verify"
 if [[ -x $cli ]]; then
-  log="$out/cli.log"
-  : >"$log"
+  step_log="$out/cli.log"
+  : >"$step_log"
   # Raw inputs holding NaNs (assorted payloads), infinities, signed zeros and subnormals.
-  python3 - "$work" <<'EOF' >>"$log" 2>&1
+  python3 - "$work" <<'EOF' >>"$step_log" 2>&1
 import struct, sys
 work = sys.argv[1]
 bits = [0x7FC00000, 0x7FA00001, 0xFFC12345, 0x7F800000, 0xFF800000, 0x00000000, 0x80000000,
@@ -139,29 +121,29 @@ for rank in range(4):
         f.write(struct.pack(f"<{len(values)}I", *values))
 print("raw inputs written")
 EOF
-  step "cli info" 60 "$log" env "$(libs system)" "$cli" info
+  step "cli info" 60 env "$(libs system)" "$cli" info
   for key in "${nccl_order[@]}"; do
-    step "cli[$key] run cuda-loopback (suite)" 300 "$log" env "$(libs "$key")" "$cli" run \
+    step "cli[$key] run cuda-loopback (suite)" 300 env "$(libs "$key")" "$cli" run \
       --transport cuda-loopback --report "$work/reports/h200-cuda-loopback-$key.json" \
       --junit "$work/reports/h200-cuda-loopback-$key.xml"
     # Every digest against the committed H200 report (cuda-loopback loads no NCCL, so one
     # committed report serves every key).
-    step "cli[$key] compare cuda-loopback with golden/boxes" 60 "$log" env "$(libs system)" \
+    step "cli[$key] compare cuda-loopback with golden/boxes" 60 env "$(libs system)" \
       "$cli" compare \
       "$work/reports/h200-cuda-loopback-$key.json" \
       "$root/golden/boxes/h200-cuda-loopback-nccl2.28.3.json"
     for op in sum mean; do
       for contract in fixed-order exact; do
-        step "cli[$key] run cuda-loopback --inputs (raw specials, $op, $contract)" 60 "$log" \
+        step "cli[$key] run cuda-loopback --inputs (raw specials, $op, $contract)" 60 \
           env "$(libs "$key")" "$cli" run --transport cuda-loopback --op "$op" \
           --contract "$contract" --inputs "$work"/raw{0,1,2,3}.f32
       done
     done
-    step "cli[$key] run nccl --world 1" 120 "$log" env "$(libs "$key")" "$cli" run \
+    step "cli[$key] run nccl --world 1" 120 env "$(libs "$key")" "$cli" run \
       --transport nccl --world 1 --report "$work/reports/h200-nccl-w1-$key.json"
   done
   for contract in fixed-order exact; do
-    step "cli digest --inputs (CPU reference for the raw inputs, $contract)" 60 "$log" \
+    step "cli digest --inputs (CPU reference for the raw inputs, $contract)" 60 \
       env "$(libs system)" "$cli" digest --contract "$contract" --inputs "$work"/raw{0,1,2,3}.f32
   done
 else
@@ -201,6 +183,5 @@ for b in data["benchmarks"]:
     print(f"{b['run_name']:38} {b.get('label', ''):40} {b['bytes_per_element']:6.2f} "
           f"{b['kernel_GBps']:8.1f} {b['copy_GBps']:10.1f} {b['copy_fraction']:9.3f}")
 EOF
-failed=$(grep -c "rc=[1-9]" "$summary")
-note "steps failed: $failed"
+note_failures
 exit 0

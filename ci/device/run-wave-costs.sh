@@ -80,4 +80,4 @@ if [[ -d "$out/profile" ]]; then
 fi
 cat "$out"/hooks-*/ddp-hook-overhead.json >"$out/ddp-hook-overhead-runs.jsonl" 2>/dev/null &&
   rm -rf "$out"/hooks-*
-note "steps failed: $(grep -c 'rc=[1-9]' "$summary")"
+note_failures

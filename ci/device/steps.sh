@@ -1,9 +1,10 @@
-# Sourced by ci/device/run-trail.sh, run-accumulator.sh and run-wave-costs.sh: the bundle's
-# paths, a shim for the CLI, and the note/step helpers that write $out/summary.txt and a log.
+# Sourced by every script of ci/device/ that runs steps on a GPU machine: the bundle's paths,
+# a shim for the CLI, and the note/step helpers that write $out/summary.txt and a log.
 # The caller sets, before sourcing: `out` (its results folder) and `log` (the log's name in
-# it). It gets: root, bundle, summary, bundle_env, shim (the CLI), py (the package's Python
-# over the bundle's library), venv_nccl (the torch venv's NCCL folder, or empty) and note,
-# note_machine, step.
+# it), and optionally `budget` (the seconds the whole script may take). It gets: root, bundle,
+# summary, bundle_env, shim (the CLI), py (the package's Python over the bundle's library),
+# venv_nccl (the torch venv's NCCL folder, or empty) and note, note_machine, step,
+# note_failures.
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 bundle="$root/build-device"
 mkdir -p "$out"
@@ -21,13 +22,36 @@ chmod +x "$shim"
 
 note() { echo "$*" | tee -a "$summary"; }
 
-# step NAME SECONDS command...: runs the command under a time limit, its output to the log,
-# and notes its exit status and seconds.
+# step NAME SECONDS command...: runs the command under a time limit, its output (after a line
+# naming the step) to the log — $step_log when the caller sets it, else $out/$log — and notes
+# its exit status and seconds in the summary; returns the command's status. With `budget` set,
+# a step gets at most what is left of it less 15 s, and is noted as skipped when less than
+# 20 s would be left.
 step() {
-  local name=$1 limit=$2; shift 2
+  local name=$1 limit=$2
+  shift 2
+  local target=${step_log:-$out/$log}
+  if [[ -n ${budget:-} ]]; then
+    local left=$((budget - SECONDS - 15))
+    if ((left < 20)); then
+      note "$(printf '%-60s skipped: out of time' "$name")"
+      return 125
+    fi
+    ((limit > left)) && limit=$left
+  fi
   local started=$SECONDS
-  timeout --kill-after=5 "$limit" "$@" >>"$out/$log" 2>&1
-  note "$(printf '%-60s rc=%s %ss' "$name" $? $((SECONDS - started)))"
+  { echo; echo "===== $name: $*"; } >>"$target"
+  timeout --kill-after=5 "$limit" "$@" >>"$target" 2>&1
+  local rc=$?
+  note "$(printf '%-60s rc=%-3s %4ss' "$name" "$rc" "$((SECONDS - started))")"
+  return $rc
+}
+
+# The summary's last line: how many steps failed and were skipped, each failed one named.
+note_failures() {
+  local failed
+  failed=$(grep -E ' rc=[1-9]' "$summary" | sed -E 's/ +rc=.*//' | paste -sd ';' - | sed 's/;/; /g')
+  note "steps failed: $(grep -cE ' rc=[1-9]' "$summary")${failed:+ ($failed)}, skipped: $(grep -c 'skipped: out of time' "$summary")"
 }
 
 # The package's tests and benchmarks: the bundle's C library, the CLI through the shim.

@@ -60,5 +60,5 @@ else
   done
   grep -E '^batch [0-9]+ \(K' "$out/$log" | tee -a "$summary"
 fi
-note "steps failed: $(grep -c 'rc=[1-9]' "$summary")"
+note_failures
 exit 0
