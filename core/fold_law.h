@@ -26,6 +26,18 @@ RV_HD float float_from_bits(std::uint32_t bits) {
   return value;
 }
 
+RV_HD std::uint64_t double_bits(double value) {
+  std::uint64_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
+}
+
+RV_HD double double_from_bits(std::uint64_t bits) {
+  double value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
 RV_HD bool is_nan_bits(std::uint32_t bits) { return (bits & 0x7FFFFFFFu) > 0x7F800000u; }
 
 // Writes every NaN as kCanonicalNanBits; every other value keeps its bits (−0.0 included).

@@ -326,6 +326,23 @@ __device__ __forceinline__ void load_round(const HalfTable& t, std::uint32_t r, 
   }
 }
 
+// ---- The vector kernels' loads: aligned tables ----------------------------------------
+
+// Slots r … r + kSlots − 1 (those below W) of the unit at `base` (unit_base) on a table whose
+// slots and output share one phase (HalfPath::kVector): one aligned 16-byte load each, all
+// issued before any is used.
+template <int kSlots>
+__device__ __forceinline__ void load_aligned_round(const HalfTable& t, const unsigned char* base,
+                                                   std::uint32_t r, Unit (&held)[kSlots]) {
+#pragma unroll
+  for (int b = 0; b < kSlots; ++b) {
+    if (r + b < t.world) {
+      const uint4 v = *reinterpret_cast<const uint4*>(base + (r + b) * t.stride_bytes);
+      held[b] = Unit{{v.x, v.y, v.z, v.w}};
+    }
+  }
+}
+
 // ---- The staged kernels' loads: through shared memory -----------------------------------
 //
 // A warp takes 32 consecutive units at a time (a group: lane i the group's unit i) and walks

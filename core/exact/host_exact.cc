@@ -27,17 +27,6 @@
 namespace rv {
 namespace {
 
-std::uint64_t double_bits(double value) {
-  std::uint64_t bits;
-  std::memcpy(&bits, &value, sizeof bits);
-  return bits;
-}
-
-double double_from_bits(std::uint64_t bits) {
-  double value;
-  std::memcpy(&value, &bits, sizeof value);
-  return value;
-}
 
 // 2^e, exactly, for −1022 ≤ e ≤ 1023 (a normal double).
 double power_of_two(int e) { return double_from_bits(static_cast<std::uint64_t>(e + 1023) << 52); }

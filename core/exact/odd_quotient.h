@@ -10,8 +10,7 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
-
+#include "core/fold_law.h"
 #include "core/host_device.h"
 
 namespace rv::exact {
@@ -30,18 +29,6 @@ RV_HD double fma_rn(double a, double b, double c) {
 #else
   return std::fma(a, b, c);
 #endif
-}
-
-RV_HD std::uint64_t double_bits(double value) {
-  std::uint64_t bits;
-  std::memcpy(&bits, &value, sizeof bits);
-  return bits;
-}
-
-RV_HD double double_from_bits(std::uint64_t bits) {
-  double value;
-  std::memcpy(&value, &bits, sizeof value);
-  return value;
 }
 
 // y / w rounded to odd. y: finite, 0 or of magnitude at least 2^-960 (the kernels' sums are

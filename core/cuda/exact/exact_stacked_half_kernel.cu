@@ -704,17 +704,12 @@ __global__ void __launch_bounds__(kThreads, 3) exact_vector_kernel(HalfTable t, 
       UnitSums s;
       start_window(s);
       for (std::uint32_t r = 0; r < t.world; r += kSlots) {
-        uint4 held[kSlots];
-#pragma unroll
-        for (int b = 0; b < kSlots; ++b) {
-          if (r + b < t.world) {
-            held[b] = *reinterpret_cast<const uint4*>(base + (r + b) * t.stride_bytes);
-          }
-        }
+        Unit held[kSlots];
+        half_kernel_detail::load_aligned_round<kSlots>(t, base, r, held);
 #pragma unroll
         for (int b = 0; b < kSlots; ++b) {
           if (r + b >= t.world) break;
-          const Unit x{{held[b].x, held[b].y, held[b].z, held[b].w}};
+          const Unit& x = held[b];
           if (r + b == 0) {
             add_unit<kF16, 0, true>(s, x);
           } else {
