@@ -687,11 +687,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
 // ---- The vector kernel (aligned tables) -------------------------------------------------
 //
 // Where every slot and the output share one phase (HalfPath::kVector), no unit needs
-// realigning, and the simplest walk is the fastest: a thread takes one unit, issues the loads
-// of kSlots slots (one 16-byte load each, kept in registers) before adding any, and the grid
-// covers the units with one unit a thread (no grid-stride loop, no phase per slot, no shared
-// memory). A unit whose window the double cannot hold breaks the thread's walk: it is finished
-// element by element outside the loop, so that no call sits inside it.
+// realigning, and the simplest walk serves: a thread takes one unit, issues the loads of kSlots
+// slots (one 16-byte load each, kept in registers) before adding any, and the grid covers the
+// units with one unit a thread (no grid-stride loop, no phase per slot, no shared memory); 80
+// registers, 3 blocks of kThreads an SM. A unit whose window the double cannot hold breaks the
+// thread's walk: it is finished element by element outside the loop, so that no call sits
+// inside it and no value of the loop lives across one.
 template <bool kF16, int kSlots>
 __global__ void __launch_bounds__(kThreads, 3) exact_vector_kernel(HalfTable t, ExactHalfArgs a) {
   const std::size_t thread = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
