@@ -118,6 +118,12 @@ inline HalfTable table_of(const void* stacked, std::uint32_t world, std::size_t 
   return t;
 }
 
+// Whether the table has units and every slot's and the output's share one phase (the vector
+// path): what the vector kernels take.
+inline bool aligned_units(const HalfTable& t) {
+  return t.units != 0 && t.phase0 == 0 && (t.world == 1 || t.stride_phase == 0);
+}
+
 // Throws InputError naming `who` for arguments no kernel takes: world outside 1 … 2^20, a
 // slot stride shorter than a slot, a null pointer, an output overlapping a slot other than
 // exactly slot 0.

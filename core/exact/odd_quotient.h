@@ -3,9 +3,9 @@
 // odd in binary64 (truncated toward zero, the last bit set when the quotient is not exact).
 // One rounding of that to bf16 or f16 is the true mean's rounding, since 53 ≥ p + 2 bits keep
 // "above, below or on a midpoint" apart, so no correctly rounded division is needed: this costs
-// a multiplication and at most four FMAs where a division costs a reciprocal's iterations and a slow
-// path (docs/results.md, "Decisions behind the code"). One definition for the kernels and the CPU
-// test that holds it to exact arithmetic (tests/exact/odd_quotient_test.cc).
+// a multiplication and at most four FMAs where a division costs a reciprocal's iterations and a
+// slow path (docs/results.md, "Decisions behind the code"). One definition for the kernels and
+// the CPU test that holds it to exact arithmetic (tests/exact/odd_quotient_test.cc).
 #pragma once
 
 #include <cmath>

@@ -17,7 +17,8 @@ namespace rv {
 
 ExactOptions ExactOptions::for_device(const ExactDevice& device) {
   ExactOptions options;
-  options.dataflow = device.kind() == DeviceKind::kHost ? ExactDataflow::kOwners : ExactDataflow::kDigits;
+  options.dataflow =
+      device.kind() == DeviceKind::kHost ? ExactDataflow::kOwners : ExactDataflow::kDigits;
   // 16 Mi elements on every device: scratch bounded to 1 GiB even where every element needs
   // 8 words (wide or special data), and large messages for the library. A GPU wants them;
   // so does the host: smaller pieces were slower over Gloo (docs/results.md, "Decisions

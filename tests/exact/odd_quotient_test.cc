@@ -54,8 +54,8 @@ std::string check(double y, std::uint32_t w) {
   return "";
 }
 
-constexpr std::uint32_t kWorlds[] = {3,  5,   6,    7,    9,     10,     11,         12,
-                                     13, 100, 1000, 1023, 65535, 99999, (1u << 20) - 1};
+constexpr std::uint32_t kWorlds[] = {
+    3, 5, 6, 7, 9, 10, 11, 12, 13, 100, 1000, 1023, 65535, 99999, (1u << 20) - 1};
 
 TEST(OddQuotient, BinadeBoundariesAndExactQuotients) {
   for (const std::uint32_t w : kWorlds) {
@@ -64,7 +64,8 @@ TEST(OddQuotient, BinadeBoundariesAndExactQuotients) {
       for (const double y : {edge, std::nextafter(edge, 0.0), std::nextafter(edge, 2 * edge),
                              std::ldexp(static_cast<double>(w) * 3.0, k),
                              std::ldexp(static_cast<double>(w) * 4503599627370495.0 /* 2^52 − 1 */
-                                        / static_cast<double>(w), k)}) {
+                                            / static_cast<double>(w),
+                                        k)}) {
         for (const double signed_y : {y, -y}) {
           const std::string difference = check(signed_y, w);
           ASSERT_TRUE(difference.empty()) << difference;

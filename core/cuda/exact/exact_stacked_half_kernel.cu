@@ -345,9 +345,10 @@ __device__ __forceinline__ void add_unit(UnitSums& s, const Unit& x) {
   for (int j = 0; j < static_cast<int>(kUnit / 2); ++j) {
     const std::uint32_t w = x.w[j];
     const std::uint32_t magnitudes = w & 0x7FFF7FFFu;
-    s.largest[j] = __vmaxu2(s.largest[j], magnitudes);
+    s.largest[j] = exact::lane_max(s.largest[j], magnitudes);
     if constexpr (!kF16) {
-      s.smallest_less_one[j] = __vminu2(s.smallest_less_one[j], __vsub2(magnitudes, 0x00010001u));
+      s.smallest_less_one[j] =
+          exact::lane_min(s.smallest_less_one[j], __vsub2(magnitudes, 0x00010001u));
     }
     const double low = to_double<kF16, false, (kScaled & 1) != 0>(w);
     const double high = to_double<kF16, true, (kScaled & 2) != 0>(w);
@@ -769,7 +770,7 @@ void launch_shaped(const HalfTable& table, const ExactHalfArgs& args, Op op, cud
                     "exact_staged_kernel<2x4 integer>");
     case detail::HalfExactShape::kVector4: {
       // Aligned tables only; any other takes the staged kernel.
-      if (table.units == 0 || table.phase0 != 0 || (table.world > 1 && table.stride_phase != 0)) {
+      if (!half_kernel_detail::aligned_units(table)) {
         return launch_shaped<kF16>(table, args, op, stream, detail::HalfExactShape::kStaged4x2);
       }
       const auto kernel = exact_vector_kernel<kF16, 4>;

@@ -336,7 +336,7 @@ void launch_fold(const HalfTable& table, const FoldFinish& finish, cudaStream_t 
   };
   if (shape == detail::HalfFoldShape::kVector4) {
     // Aligned tables only; any other takes the units kernel's b4x1.
-    if (table.units == 0 || table.phase0 != 0 || (table.world > 1 && table.stride_phase != 0)) {
+    if (!half_kernel_detail::aligned_units(table)) {
       return launch_fold<kF16>(table, finish, stream, detail::HalfFoldShape::kBatch4);
     }
     const auto kernel = fold_vector_kernel<kF16, 4>;
