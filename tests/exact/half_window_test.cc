@@ -165,6 +165,39 @@ TEST(HalfWindow, DoubleSumsThatPassAreTheLaw) {
   }
 }
 
+// Sums a double cannot hold, built to matter: 1 + 2^-8 is a bf16 midpoint, and the addends
+// 1, 2^-8, −2^-k and (1 + 2^-7) × 2^-k sum exactly to it plus 2^-(k + 7), which the law rounds
+// up to 1 + 2^-7. From k = 46 the double drops that last bit (the sum is near 1, whose double
+// keeps bits down to 2^-52), lands on the midpoint and rounds to 1. Every such element must be
+// flagged (at W = 4 the window flags k ≥ 43); the window passes the others, whose double result
+// must be the law's. A window four binades wider passes k = 46 and fails here.
+TEST(HalfWindow, MidpointSumsADoubleWouldMisroundAreFlagged) {
+  for (const std::uint32_t world : {4u, 8u, 16u, 100u}) {
+    const int c = log2_ceiling(world);
+    std::size_t misrounded = 0, passed = 0;
+    for (int k = 30; k <= 70; ++k) {
+      const auto exponent = static_cast<std::uint32_t>(127 - k) << 7;
+      std::vector<std::uint16_t> bits(world, 0x0000);
+      bits[0] = 0x3F80;                                          // 1
+      bits[1] = 0x3B80;                                          // 2^-8
+      bits[2] = static_cast<std::uint16_t>(0x8000u | exponent);  // −2^-k
+      bits[3] = static_cast<std::uint16_t>(exponent | 0x01u);    // (1 + 2^-7) × 2^-k
+      std::vector<float> table(world);
+      for (std::uint32_t r = 0; r < world; ++r) table[r] = widen_bf16(bits[r]);
+      float law = 0;
+      exact_reduce_stacked(table.data(), world, 1, 1, Op::kSum, &law, DType::kBF16);
+      const bool wrong = double_first_bf16_sum(bits) != half_bits(DType::kBF16, law);
+      if (wrong) ++misrounded;
+      if (flagged(bits, double_window_bf16(c))) continue;
+      ++passed;
+      EXPECT_FALSE(wrong) << "W=" << world << " k=" << k << ": the window passed a sum the "
+                          << "double rounds to the wrong side of a midpoint";
+    }
+    EXPECT_GT(misrounded, 0u) << "W=" << world << ": no element the double misrounds";
+    EXPECT_GT(passed, 0u) << "W=" << world << ": the window flagged every element";
+  }
+}
+
 TEST(HalfWindow, NegativeBinadesFlagEverything) {
   const LaneWindow window = lane_window(-1, 7, 0x7F80u);
   EXPECT_TRUE(flagged({0x3F80, 0x3F80}, window));
