@@ -2,8 +2,11 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <exception>
+#include <string>
 
+#include "bench/cuda/l2_flush.h"
 #include "core/cuda/device_info.h"
 #include "core/transport/nccl/nccl_library.h"
 
@@ -22,6 +25,28 @@ class Event {
  private:
   cudaEvent_t event_ = nullptr;
 };
+
+// --flush_l2: an L2Flush before each timed kernel and copy, made once for the run.
+bool flush_l2 = false;
+const L2Flush& l2_flush() {
+  static const L2Flush flush;
+  return flush;
+}
+
+// Takes --flush_l2 out of argv (Google Benchmark would refuse it); whether it was there.
+bool take_flush_flag(int& argc, char** argv) {
+  bool found = false;
+  int kept = 0;
+  for (int i = 0; i < argc; ++i) {
+    if (i > 0 && std::strcmp(argv[i], "--flush_l2") == 0) {
+      found = true;
+    } else {
+      argv[kept++] = argv[i];
+    }
+  }
+  argc = kept;
+  return found;
+}
 
 void add_shared_context() {
   const CudaInfo info = cuda_info();
@@ -48,7 +73,7 @@ double time_kernel_against_copy(benchmark::State& state, cudaStream_t stream,
     check(cudaMemcpyAsync(copy.target, copy.source, copy.bytes, cudaMemcpyDeviceToDevice, stream),
           "copy");
   };
-  const Event start, kernel_done, copy_done;
+  const Event start, kernel_done, flushed, copy_done;
   for (int i = 0; i < kWarmup; ++i) {
     kernel();
     copy_once();
@@ -57,18 +82,25 @@ double time_kernel_against_copy(benchmark::State& state, cudaStream_t stream,
 
   std::vector<double> kernel_ms, copy_ms;
   for (auto _ : state) {
-    // A lead-in copy keeps the stream busy while the timed kernel and copy are enqueued: an
-    // event recorded on an idle stream would count the host's launch latency as device time.
-    copy_once();
+    // A lead-in (a copy, or the flush) keeps the stream busy while the timed kernel and copy
+    // are enqueued: an event recorded on an idle stream would count the host's launch latency
+    // as device time.
+    if (flush_l2) {
+      l2_flush().enqueue(stream);
+    } else {
+      copy_once();
+    }
     check(cudaEventRecord(start, stream), "record");
     kernel();
     check(cudaEventRecord(kernel_done, stream), "record");
+    if (flush_l2) l2_flush().enqueue(stream);
+    check(cudaEventRecord(flushed, stream), "record");
     copy_once();
     check(cudaEventRecord(copy_done, stream), "record");
     check(cudaEventSynchronize(copy_done), "sync");
     float k = 0, c = 0;
     check(cudaEventElapsedTime(&k, start, kernel_done), "elapsed");
-    check(cudaEventElapsedTime(&c, kernel_done, copy_done), "elapsed");
+    check(cudaEventElapsedTime(&c, flushed, copy_done), "elapsed");
     kernel_ms.push_back(k);
     copy_ms.push_back(c);
     state.SetIterationTime(k / 1e3);
@@ -90,6 +122,7 @@ double time_kernel_against_copy(benchmark::State& state, cudaStream_t stream,
 int run_cuda_benchmarks(int argc, char** argv, const char* program,
                         const std::function<void()>& extra_context,
                         const std::function<void()>& after) {
+  flush_l2 = take_flush_flag(argc, argv);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   if (!cuda_device_present()) {
@@ -98,6 +131,10 @@ int run_cuda_benchmarks(int argc, char** argv, const char* program,
     return 0;
   }
   add_shared_context();
+  benchmark::AddCustomContext(
+      "l2_flush", flush_l2 ? "a read of " + std::to_string(l2_flush().bytes() >> 20) +
+                                 " MiB before each timed kernel and copy (--flush_l2)"
+                           : "none: each timed kernel follows a copy, each timed copy a kernel");
   if (extra_context) extra_context();
   benchmark::RunSpecifiedBenchmarks();
   if (after) after();

@@ -52,6 +52,8 @@ struct KernelCounters {
 // Times `kernel` (moving `kernel_bytes`, read + written) against `copy` on `stream`, both with
 // CUDA events, alternately in each iteration so that both see the same clocks, after kWarmup
 // launches of each; a lead-in copy keeps the stream busy while the timed work is enqueued.
+// Under --flush_l2 (any program run through run_cuda_benchmarks) an L2 flush (l2_flush.h)
+// precedes each timed kernel and copy, untimed, in place of the lead-in copy.
 // The iteration time is the kernel's; the counters are medians: <gbps>, copy_GBps,
 // copy_fraction (kernel bandwidth / copy bandwidth), <median_ms>, copy_median_ms, and the
 // bytes processed are the kernel's. Returns copy_fraction.
@@ -59,11 +61,11 @@ double time_kernel_against_copy(benchmark::State& state, cudaStream_t stream,
                                 const std::function<void()>& kernel, double kernel_bytes,
                                 const DeviceCopy& copy, const KernelCounters& counters = {});
 
-// The whole of a CUDA benchmark program's main: Google Benchmark's arguments (unknown ones:
-// 1), no CUDA device: "<program>: no CUDA device (…); nothing to measure" and 0; otherwise
-// the context every program records (CUDA driver and runtime, GPU, PCI bus id, NVIDIA
-// driver, NCCL when it loads), then `extra_context` (the program's own), the benchmarks,
-// then `after` (e.g. a summary) before Shutdown.
+// The whole of a CUDA benchmark program's main: --flush_l2, then Google Benchmark's arguments
+// (unknown ones: 1), no CUDA device: "<program>: no CUDA device (…); nothing to measure" and 0;
+// otherwise the context every program records (CUDA driver and runtime, GPU, PCI bus id, NVIDIA
+// driver, NCCL when it loads, the L2 flush or none), then `extra_context` (the program's own), the
+// benchmarks, then `after` (e.g. a summary) before Shutdown.
 int run_cuda_benchmarks(int argc, char** argv, const char* program,
                         const std::function<void()>& extra_context,
                         const std::function<void()>& after = {});
