@@ -67,6 +67,17 @@ extern "C" rv_status rv_accumulator_add_dtype(rv_accumulator* accumulator, const
   });
 }
 
+extern "C" rv_status rv_accumulator_add_rows(rv_accumulator* accumulator, const void* values,
+                                             size_t row_stride, size_t rows, size_t offset,
+                                             size_t n, int dtype, void* cuda_stream) {
+  return rv::capi::guarded("rv_accumulator_add_rows", [&] {
+    const DType type = rv::capi::dtype_from_c(dtype);
+    rv::GradientAccumulator& a = checked(accumulator);
+    if (n != 0 && rows != 0) non_null(values, "values");
+    a.add_rows(values, row_stride, rows, offset, n, type, cuda_stream);
+  });
+}
+
 extern "C" rv_status rv_accumulator_end_micro_batch(rv_accumulator* accumulator) {
   return rv::capi::guarded("rv_accumulator_end_micro_batch",
                            [&] { checked(accumulator).end_micro_batch(); });

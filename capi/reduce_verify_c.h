@@ -30,7 +30,7 @@ extern "C" {
 
 /* Raised whenever a function's signature or meaning changes; the Python package refuses a
  * library whose version differs from its own. */
-#define RV_C_API_VERSION 4  /* 4: rv_fold_stacked* renamed rv_fixed_order_reduce_stacked* */
+#define RV_C_API_VERSION 5 /* 5: rv_accumulator_add_rows; 4: rv_fold_stacked* renamed */
 
 typedef enum rv_status {
   RV_OK = 0,
@@ -162,6 +162,13 @@ RV_C_API rv_status rv_accumulator_add(rv_accumulator* accumulator, const float* 
  * (values itself may be reused once the call returns). */
 RV_C_API rv_status rv_accumulator_add_dtype(rv_accumulator* accumulator, const void* values,
                                             size_t offset, size_t n, int dtype, void* cuda_stream);
+/* `rows` rows of n elements of `dtype`, row r at values + r * row_stride elements (row_stride
+ * >= n when rows > 1), each added as rv_accumulator_add_dtype would add it: the same sums. On a
+ * device the rows are one launch and one settle (the adds one by one each settle the last, a
+ * wait each); bf16 and f16 rows are widened into one binary32 table kept until the settle. */
+RV_C_API rv_status rv_accumulator_add_rows(rv_accumulator* accumulator, const void* values,
+                                           size_t row_stride, size_t rows, size_t offset, size_t n,
+                                           int dtype, void* cuda_stream);
 /* Counts one micro-batch (the count every rank's digit word 0 carries into the sum). */
 RV_C_API rv_status rv_accumulator_end_micro_batch(rv_accumulator* accumulator);
 /* The same without waiting for the device: the micro-batch is counted, and the settle of its

@@ -8,7 +8,8 @@
 // the host flag and the stream's synchronisation) on the host clock against a synchronised
 // copy. Four distinct micro-batches
 // rotate. Also the combine's export (8 + 8 B) and the one-limb finish (8 + 4 B), for the mean
-// over 8. Measures only; never asserts.
+// over 8. BM_AccumulatorRows: FSDP's micro-batch, a reduce-scatter table's W rows added row
+// by row against one add_rows call. Measures only; never asserts.
 //   bench_cuda_exact --benchmark_filter=Accumulator --benchmark_out=FILE.json
 //                    --benchmark_out_format=json
 #include <benchmark/benchmark.h>
@@ -26,6 +27,8 @@
 #include "core/cuda/accumulator/cuda_accumulator.h"
 #include "core/cuda/device_buffer.h"
 #include "core/cuda/device_info.h"
+#include "core/cuda/dtype_kernel.h"
+#include "core/dtype.h"
 
 namespace rv {
 namespace {
@@ -130,12 +133,13 @@ void BM_AccumulatorAddKernel(benchmark::State& state) {
   check(cudaEventCreate(&start), "event");
   check(cudaEventCreate(&stop), "event");
   for (int r = 0; r < kBatches; ++r)
-    launch_accumulator_add(st, b.gradients[r]->floats(), 0, kCount, nullptr);
+    launch_accumulator_add(st, b.gradients[r]->floats(), kCount, 1, 0, kCount, nullptr);
   std::vector<double> s;
   int i = 0;
   for (auto _ : state) {
     check(cudaEventRecord(start, nullptr), "record");
-    launch_accumulator_add(st, b.gradients[i++ % kBatches]->floats(), 0, kCount, nullptr);
+    launch_accumulator_add(st, b.gradients[i++ % kBatches]->floats(), kCount, 1, 0, kCount,
+                           nullptr);
     check(cudaEventRecord(stop, nullptr), "record");
     check(cudaEventSynchronize(stop), "sync");
     float ms = 0;
@@ -174,6 +178,76 @@ void BM_AccumulatorExportAndFinish(benchmark::State& state) {
   counters(state, median_of(s), 28.0, copy_seconds(b, 15), acc.host_blocks());
 }
 
+// A micro-batch of FSDP's accumulation (python/reduce_verify/fsdp.py): the W rows of a rank's
+// reduce-scatter table (W × s, the gradients' dtype) added into its shard's accumulator and
+// settled, row by row (W adds, each overlapping the last and so waiting for it) or in one
+// add_rows call (one launch, one settle), on the host clock. Arguments: W, s, the dtype
+// (0 f32, 1 bf16), the way (0 row by row, 1 add_rows).
+void BM_AccumulatorRows(benchmark::State& state) {
+  if (!cuda_device_present()) {
+    state.SkipWithError("no CUDA device");
+    return;
+  }
+  const auto world = static_cast<std::size_t>(state.range(0));
+  const auto s = static_cast<std::size_t>(state.range(1));
+  const DType dtype = state.range(2) == 0 ? DType::kF32 : DType::kBF16;
+  const bool one_call = state.range(3) != 0;
+  Batches& b = batches();
+  // The table from the normal gradients (rounded to bf16 for bf16).
+  const std::size_t element = dtype_bytes(dtype);
+  DeviceBuffer table(0, world * s * element);
+  for (std::size_t r = 0; r < world; ++r) {
+    const float* source = b.gradients[r % kBatches]->floats() + (r / kBatches) * s % (kCount - s);
+    if (dtype == DType::kF32) {
+      check(cudaMemcpy(table.floats() + r * s, source, s * 4, cudaMemcpyDeviceToDevice), "fill");
+    } else {
+      launch_narrow(source, s, dtype, static_cast<unsigned char*>(table.data()) + r * s * 2,
+                    nullptr);
+    }
+  }
+  check(cudaDeviceSynchronize(), "fill");
+  CudaAccumulator acc(0, s);
+  const auto add = [&] {
+    if (one_call) {
+      acc.add_rows(table.data(), s, world, 0, s, dtype, nullptr);
+    } else {
+      for (std::size_t r = 0; r < world; ++r) {
+        acc.add(static_cast<const unsigned char*>(table.data()) + r * s * element, 0, s, dtype,
+                nullptr);
+      }
+    }
+    acc.end_micro_batch();
+  };
+  for (int i = 0; i < 3; ++i) add();
+  std::vector<double> seconds;
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    add();
+    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    seconds.push_back(t);
+    state.SetIterationTime(t);
+  }
+  state.counters["median_ms"] = median_of(seconds) * 1e3;
+  state.counters["host_blocks"] = static_cast<double>(acc.host_blocks());
+  state.SetLabel(std::string(to_string(dtype)) + (one_call ? " add_rows" : " row by row"));
+}
+
+void rows_arguments(benchmark::internal::Benchmark* b) {
+  for (const std::int64_t world : {2, 4, 8}) {
+    for (const std::int64_t s : {std::int64_t{1} << 20, std::int64_t{16} << 20}) {
+      for (const std::int64_t dtype : {0, 1}) {
+        for (const std::int64_t way : {0, 1}) b->Args({world, s, dtype, way});
+      }
+    }
+  }
+  b->ArgNames({"W", "s", "bf16", "one_call"});
+}
+
+BENCHMARK(BM_AccumulatorRows)
+    ->Apply(rows_arguments)
+    ->UseManualTime()
+    ->Iterations(20)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AccumulatorAddKernel)->UseManualTime()->Iterations(25)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AccumulatorAdd)->UseManualTime()->Iterations(25)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AccumulatorExportAndFinish)

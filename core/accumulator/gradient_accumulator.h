@@ -23,6 +23,11 @@ class GradientAccumulator {
   // values: n elements of `dtype` (2 bytes each for bf16 and f16), widened exactly.
   virtual void add(const void* values, std::size_t offset, std::size_t n, DType dtype,
                    void* stream) = 0;
+  // `rows` arrays of n elements, row r at values + r × row_stride elements (row_stride ≥ n when
+  // rows > 1): the same sums as rows adds of one row each, in one call (a device adds them in
+  // one launch and settles them once, where the adds one by one each wait for the last).
+  virtual void add_rows(const void* values, std::size_t row_stride, std::size_t rows,
+                        std::size_t offset, std::size_t n, DType dtype, void* stream);
   virtual void end_micro_batch() = 0;
   // end_micro_batch without a wait where the adds are enqueued (a device); resolve() settles
   // what it left. The host's adds are done when they return: the same as end_micro_batch.
@@ -43,6 +48,11 @@ class GradientAccumulator {
   virtual void finish_alone(Op op, std::uint64_t mean_over, DType dtype, void* out,
                             void* stream) = 0;
   virtual void footprint(std::size_t* bytes, std::size_t* wide, std::size_t* flagged) const = 0;
+
+ protected:
+  // InputError naming `who` for rows that overlap (row_stride < n with rows > 1) or whose
+  // span does not fit in a size_t of bytes.
+  static void check_rows(const char* who, std::size_t row_stride, std::size_t rows, std::size_t n);
 };
 
 }  // namespace rv

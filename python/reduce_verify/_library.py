@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from .errors import InputError, InternalError, LibraryNotFound, RuntimeFailure, Unsupported
 
-API_VERSION = 4  # RV_C_API_VERSION this package speaks
+API_VERSION = 5  # RV_C_API_VERSION this package speaks
 LIBRARY_NAME = "libreduce_verify_c.so"
 OP_SUM, OP_MEAN = 0, 1
 DTYPE_F32, DTYPE_BF16, DTYPE_F16 = 0, 1, 2  # rv_dtype
@@ -53,6 +53,8 @@ SIGNATURES: Dict[str, Tuple[Any, List[Any]]] = {
     "rv_accumulator_destroy": (_c.c_int, [_p]),
     "rv_accumulator_add": (_c.c_int, [_p, _p, _c.c_size_t, _c.c_size_t, _p]),
     "rv_accumulator_add_dtype": (_c.c_int, [_p, _p, _c.c_size_t, _c.c_size_t, _c.c_int, _p]),
+    "rv_accumulator_add_rows": (_c.c_int, [_p, _p, _c.c_size_t, _c.c_size_t, _c.c_size_t,
+                                          _c.c_size_t, _c.c_int, _p]),
     "rv_accumulator_end_micro_batch": (_c.c_int, [_p]),
     "rv_accumulator_end_micro_batch_deferred": (_c.c_int, [_p]),
     "rv_accumulator_resolve": (_c.c_int, [_p]),

@@ -280,11 +280,13 @@ class ReduceScatter:
             self._accumulator, self._accumulator_shape = handle, shape
         dtype = DTYPES[table.dtype][0]
         stream = self._stream(table)
-        for r in contributors:
-            row = table[r]
-            _library.check(lib.rv_accumulator_add_dtype(self._accumulator, row.data_ptr(), 0, s,
-                                                        dtype, stream))
-            self._step_addends += 1
+        # Each run of consecutive contributing ranks is one add of that many rows (on a GPU one
+        # launch, where row by row each add would wait for the last).
+        for first, rows in _runs(contributors):
+            _library.check(lib.rv_accumulator_add_rows(
+                self._accumulator, table[first].data_ptr(), table.stride(0), rows, 0, s, dtype,
+                stream))
+            self._step_addends += rows
         # Settles the adds (on a GPU they read the table until then).
         _library.check(lib.rv_accumulator_end_micro_batch(self._accumulator))
 
@@ -304,6 +306,17 @@ class ReduceScatter:
         if self._accumulator is not None:
             _library.check(_library.library().rv_accumulator_clear(self._accumulator,
                                                                    self._stream(output)))
+
+
+def _runs(indices: List[int]) -> List[Tuple[int, int]]:
+    """Ascending indices as (first, count) runs: [0, 1, 3] -> [(0, 2), (3, 1)]."""
+    runs: List[Tuple[int, int]] = []
+    for i in indices:
+        if runs and runs[-1][0] + runs[-1][1] == i:
+            runs[-1] = (runs[-1][0], runs[-1][1] + 1)
+        else:
+            runs.append((i, 1))
+    return runs
 
 
 class FSDPReduction:

@@ -142,6 +142,51 @@ TEST_P(CapiCudaDTypeTest, DeviceAccumulatorEqualsTheHosts) {
   EXPECT_EQ(finished[1], finished[0]);
 }
 
+TEST_P(CapiCudaDTypeTest, DeviceRowsEqualTheHosts) {
+  // Micro-batches of 1, 3 and 8 rows (a stride of n + 3 apart), each one rv_accumulator_add_rows
+  // call: the device's one launch a call gives the host's row-by-row mean, bit for bit.
+  const int dtype = GetParam();
+  const std::size_t n = 3 * 1024 + 11, stride = n + 3;
+  std::vector<Halves> finished;
+  for (const int device : {-1, 0}) {
+    rv_accumulator* acc = nullptr;
+    ASSERT_EQ(rv_accumulator_create(n, device, &acc), RV_OK) << rv_last_error();
+    std::uint32_t seed = 900;
+    for (const std::size_t rows : {1, 3, 8}) {
+      Halves table(rows * stride, 0);
+      for (std::size_t r = 0; r < rows; ++r) {
+        const Halves row = random_halves(n, seed++);
+        std::copy(row.begin(), row.end(), table.begin() + static_cast<std::ptrdiff_t>(r * stride));
+      }
+      if (device < 0) {
+        ASSERT_EQ(rv_accumulator_add_rows(acc, table.data(), stride, rows, 0, n, dtype, nullptr),
+                  RV_OK)
+            << rv_last_error();
+      } else {
+        const DeviceBuffer d_table = uploaded(table);  // freed at once: the add keeps a copy
+        ASSERT_EQ(rv_accumulator_add_rows(acc, d_table.data(), stride, rows, 0, n, dtype, nullptr),
+                  RV_OK)
+            << rv_last_error();
+      }
+      ASSERT_EQ(rv_accumulator_end_micro_batch(acc), RV_OK) << rv_last_error();
+    }
+    Halves out(n);
+    if (device < 0) {
+      ASSERT_EQ(rv_accumulator_finish_alone(acc, RV_OP_MEAN, 12, dtype, out.data(), nullptr),
+                RV_OK);
+    } else {
+      DeviceBuffer d_out(0, n * 2);
+      ASSERT_EQ(rv_accumulator_finish_alone(acc, RV_OP_MEAN, 12, dtype, d_out.data(), nullptr),
+                RV_OK)
+          << rv_last_error();
+      out = downloaded(d_out, n);
+    }
+    finished.push_back(out);
+    EXPECT_EQ(rv_accumulator_destroy(acc), RV_OK);
+  }
+  EXPECT_EQ(finished[1], finished[0]);
+}
+
 INSTANTIATE_TEST_SUITE_P(HalfDTypes, CapiCudaDTypeTest,
                          ::testing::Values(RV_DTYPE_BF16, RV_DTYPE_F16),
                          [](const auto& param_info) {

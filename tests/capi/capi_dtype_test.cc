@@ -147,6 +147,46 @@ TEST_P(CapiDTypeTest, AccumulatorAddsAndFinishesInTheDType) {
   EXPECT_EQ(rv_accumulator_destroy(acc), RV_OK);
 }
 
+TEST_P(CapiDTypeTest, AccumulatorRowsAreTheRowByRowAdds) {
+  // Three micro-batches of 1, 2 and 5 rows a stride of n + 5 apart (every pattern among the
+  // values): rv_accumulator_add_rows gives the exact mean of all eight rows.
+  const DType dtype = GetParam();
+  const std::size_t n = 2 * 1024 + 300, stride = n + 5;
+  rv_accumulator* acc = nullptr;
+  ASSERT_EQ(rv_accumulator_create(n, -1, &acc), RV_OK) << rv_last_error();
+  std::vector<std::vector<float>> addends;
+  std::uint32_t seed = 500;
+  for (const std::size_t rows : {1, 2, 5}) {
+    Halves table(rows * stride, 0x7FC1u);  // the gaps: NaNs that no row may read
+    for (std::size_t r = 0; r < rows; ++r) {
+      const Halves row = random_halves(dtype, n, seed++);
+      std::copy(row.begin(), row.end(), table.begin() + static_cast<std::ptrdiff_t>(r * stride));
+      addends.push_back(widened(dtype, row));
+    }
+    ASSERT_EQ(
+        rv_accumulator_add_rows(acc, table.data(), stride, rows, 0, n, c_dtype(dtype), nullptr),
+        RV_OK)
+        << rv_last_error();
+    ASSERT_EQ(rv_accumulator_end_micro_batch(acc), RV_OK);
+  }
+  Halves mean(n, 0xBEEFu);
+  ASSERT_EQ(rv_accumulator_finish_alone(acc, RV_OP_MEAN, 8, c_dtype(dtype), mean.data(), nullptr),
+            RV_OK)
+      << rv_last_error();
+  EXPECT_EQ(mean, as_halves(dtype, reference_exact(addends, Op::kMean, dtype)));
+  // Rows that overlap are refused by name; no rows add nothing.
+  const Halves two(2 * n, 0);
+  EXPECT_EQ(rv_accumulator_add_rows(acc, two.data(), n - 1, 2, 0, n, c_dtype(dtype), nullptr),
+            RV_INPUT_ERROR);
+  EXPECT_NE(std::string(rv_last_error()).find("row stride of " + std::to_string(n - 1)),
+            std::string::npos)
+      << rv_last_error();
+  EXPECT_EQ(rv_accumulator_add_rows(acc, nullptr, n, 0, 0, n, c_dtype(dtype), nullptr), RV_OK);
+  EXPECT_EQ(rv_accumulator_add_rows(acc, nullptr, n, 2, 0, n, c_dtype(dtype), nullptr),
+            RV_INPUT_ERROR);
+  EXPECT_EQ(rv_accumulator_destroy(acc), RV_OK);
+}
+
 TEST_P(CapiDTypeTest, DigestIsTheDTypesOwnBytes) {
   const DType dtype = GetParam();
   const Halves values = random_halves(dtype, 1001, 5);
@@ -275,7 +315,7 @@ TEST(CapiDType, FinishAloneIsAWorldOfOnesThreeRounds) {
   EXPECT_EQ(rv_accumulator_destroy(acc), RV_OK);
 }
 
-TEST(CapiDType, TheVersionIsFour) { EXPECT_EQ(rv_api_version(), 4); }
+TEST(CapiDType, TheVersionIsFive) { EXPECT_EQ(rv_api_version(), 5); }
 
 }  // namespace
 }  // namespace rv

@@ -134,7 +134,7 @@ std::vector<std::vector<float>> combine(Ranks& ranks, Op op, std::uint64_t m, st
   d_summed.upload(summed.data(), summed.size() * 8);
   d_out.fill_bytes(0xFF);
   ranks.gpu[0]->finish(static_cast<std::int64_t*>(d_summed.data()), op, m, DType::kF32,
-                        d_out.floats(), nullptr);
+                       d_out.floats(), nullptr);
   results.push_back(d_out.download_floats(n));
   if (world == 1) {
     // A world of one also finishes alone: from its digits in place, with no words.
@@ -204,6 +204,65 @@ TEST(CudaAccumulator, DeferredSettlesGiveTheReference) {
       }
     }
   }
+}
+
+TEST(CudaAccumulator, RowsInOneLaunchGiveTheReference) {
+  RV_SKIP_WITHOUT_GPU();
+  // Two tables of R rows each, a stride of n + extra floats apart, added R rows a call: the
+  // first in one range, the second in two ranges, whose first call overlaps the first table's
+  // pending add (settled before it). Every distribution: the wide and special ones send blocks
+  // to the host for all of a call's rows.
+  const std::size_t n = 3 * exact::kBlock + 77;
+  for (Distribution dist : kAllDistributions) {
+    for (const std::size_t rows : {1, 2, 3, 8}) {
+      for (const std::size_t extra : {std::size_t{0}, std::size_t{5}}) {
+        const std::size_t stride = n + extra;
+        const Arenas addends = make(static_cast<std::uint32_t>(2 * rows), n, dist, 60 + rows);
+        std::vector<float> table(2 * rows * stride, std::numeric_limits<float>::quiet_NaN());
+        for (std::size_t a = 0; a < addends.size(); ++a) {
+          std::copy(addends[a].begin(), addends[a].end(),
+                    table.begin() + static_cast<std::ptrdiff_t>(a * stride));
+        }
+        DeviceBuffer d_table(0, table.size() * sizeof(float));
+        d_table.upload_floats(table);
+        const float* first = d_table.floats();
+        const float* second = first + rows * stride;
+        for (Op op : {Op::kSum, Op::kMean}) {
+          CudaAccumulator acc(0, n);
+          acc.add_rows(first, stride, rows, 0, n, nullptr);
+          acc.add_rows(second, stride, rows, 0, exact::kBlock, nullptr);  // overlaps: settles
+          acc.add_rows(second + exact::kBlock, stride, rows, exact::kBlock, n - exact::kBlock,
+                       nullptr);
+          acc.end_micro_batch();
+          DeviceBuffer d_out(0, n * sizeof(float));
+          d_out.fill_bytes(0xFF);
+          acc.finish_alone(op, 2 * rows, DType::kF32, d_out.floats(), nullptr);
+          EXPECT_TRUE(same_bits(reference_exact(addends, op), d_out.download_floats(n)))
+              << to_string(dist) << ", R = " << rows << ", stride n + " << extra
+              << (op == Op::kSum ? ", sum" : ", mean");
+        }
+      }
+    }
+  }
+}
+
+TEST(CudaAccumulator, RowsKeepNormalDataOnTheDevice) {
+  RV_SKIP_WITHOUT_GPU();
+  // Sixteen rows of gradient-like data in one call stay on the device (the headroom for 17
+  // terms is 5 bits), as sixteen calls of one row do.
+  const std::size_t n = 16 * exact::kBlock;
+  const Arenas addends = make(16, n, Distribution::kNormal, 8);
+  std::vector<float> table;
+  for (const auto& a : addends) table.insert(table.end(), a.begin(), a.end());
+  DeviceBuffer d_table(0, table.size() * sizeof(float));
+  d_table.upload_floats(table);
+  CudaAccumulator acc(0, n);
+  acc.add_rows(d_table.floats(), n, 16, 0, n, nullptr);
+  acc.end_micro_batch();
+  EXPECT_EQ(acc.host_blocks(), 0u);
+  DeviceBuffer d_out(0, n * sizeof(float));
+  acc.finish_alone(Op::kMean, 16, DType::kF32, d_out.floats(), nullptr);
+  EXPECT_TRUE(same_bits(reference_exact(addends, Op::kMean), d_out.download_floats(n)));
 }
 
 TEST(CudaAccumulator, NormalDataStaysOnTheDevice) {
@@ -322,10 +381,9 @@ TEST(CudaAccumulator, EntryChecks) {
   EXPECT_THROW(acc.add(values.floats(), 5, 10, nullptr), InputError);
   EXPECT_THROW(acc.add(values.floats(), 2048, 2000, nullptr), InputError);
   DeviceBuffer out(0, 3000 * sizeof(float)), summed(0, 8);
-  EXPECT_THROW(
-      acc.finish(static_cast<std::int64_t*>(summed.data()), Op::kMean, 1, DType::kF32,
-                 out.floats(), nullptr),
-      InputError);  // no plan yet
+  EXPECT_THROW(acc.finish(static_cast<std::int64_t*>(summed.data()), Op::kMean, 1, DType::kF32,
+                          out.floats(), nullptr),
+               InputError);  // no plan yet
 }
 
 }  // namespace

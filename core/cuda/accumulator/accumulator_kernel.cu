@@ -23,14 +23,50 @@ struct Decision {
   int bottom;
 };
 
-// One CUDA block per accumulator block. The scan (largest finite magnitude, smallest nonzero
-// magnitude, any NaN/±Inf/−0) is reduced over the block; thread 0 applies the host's rule
-// (ExactAccumulator::add): the window's new bottom, the shift of the digits, and whether the
-// sums stay below 2^62; then every thread shifts and adds its elements and the block reduces
-// the OR of the new |digits|.
+// The scan of four elements a thread: the largest finite magnitude, the smallest magnitude
+// less one (0 wraps to the largest), whether any is NaN, ±Inf or −0.
+struct Scan {
+  std::uint32_t largest = 0, smallest_less_one = 0xFFFFFFFFu, special = 0;
+
+  __device__ void take(std::uint32_t bits) {
+    const std::uint32_t magnitude = bits & 0x7FFFFFFFu;
+    const bool finite = magnitude < 0x7F800000u;
+    largest = max(largest, finite ? magnitude : 0u);
+    smallest_less_one = min(smallest_less_one, magnitude - 1u);
+    special |= (!finite || bits == 0x80000000u) ? 1u : 0u;
+  }
+};
+
+// A binary32 value as an integer multiple of 2^bottom (its bits, the block's bottom at or below
+// its last bit): what the add puts into a digit.
+__device__ __forceinline__ std::uint64_t scaled(std::uint32_t bits, int bottom) {
+  const std::uint32_t exponent = (bits >> 23) & 0xFFu;
+  std::uint64_t k = 0;
+  if (exponent != 0xFFu) {
+    const std::uint32_t significand = (bits & 0x7FFFFFu) | (exponent != 0 ? 0x800000u : 0u);
+    const int position = (exponent == 0 ? 0 : static_cast<int>(exponent) - 1) - bottom;
+    k = static_cast<std::uint64_t>(significand) << (position > 0 ? position : 0);
+  }
+  return (bits >> 31) != 0 ? 0 - k : k;
+}
+
+// Bits that hold the sum of `terms` values each below 2^m in magnitude: m + ⌈log2 terms⌉.
+__device__ __forceinline__ int sum_bits(int m, std::size_t terms) {
+  return m + (terms <= 1 ? 0 : 64 - __clzll(static_cast<long long>(terms - 1)));
+}
+
+// One CUDA block per accumulator block, adding `rows` rows of values (row r at values +
+// r × row_stride) in one pass. The scan over every row (largest finite magnitude, smallest
+// nonzero magnitude, any NaN/±Inf/−0) is reduced over the block; thread 0 applies the host's
+// rule (ExactAccumulator::add) to all the rows at once: the window's new bottom, the shift of
+// the digits, and whether the old digits and the rows' values, rows + 1 terms, stay below
+// 2^62 (one row: the host's rule exactly); then every thread shifts its digits and adds its
+// elements of every row, and the block reduces the OR of the new |digits|. A block the rule
+// refuses is left untouched, all rows, for the host to take over. Row 0 stays in registers
+// from the scan; the others are read again (from L1 or L2: a block's rows are 4 KiB each).
 __global__ void __launch_bounds__(kThreads)
-    add_kernel(DeviceAccumulatorState s, const float* __restrict__ values, std::size_t offset,
-               std::size_t n) {
+    add_kernel(DeviceAccumulatorState s, const float* __restrict__ values, std::size_t row_stride,
+               std::size_t rows, std::size_t offset, std::size_t n) {
   const std::size_t local = static_cast<std::size_t>(blockIdx.x) * exact::kBlock;
   const std::size_t b = (offset + local) / exact::kBlock;
   const std::size_t c = min(static_cast<std::size_t>(exact::kBlock), n - local);
@@ -49,19 +85,25 @@ __global__ void __launch_bounds__(kThreads)
   // A block whose digits are all zero (the first add after clear) is not read: 8 bytes an
   // element less traffic for that add.
   const bool empty = s.magnitude_bits[b] == 0;
-  std::uint32_t largest = 0, smallest_less_one = 0xFFFFFFFFu, special = 0;
+  Scan scan;
 #pragma unroll
   for (int j = 0; j < kPerThread; ++j) {
     const std::size_t i = static_cast<std::size_t>(j) * kThreads + threadIdx.x;
     bits[j] = i < c ? __float_as_uint(values[local + i]) : 0u;
     // Loaded before the block's decision, so that the digits' latency hides under the scan.
     old[j] = !empty && i < elements ? digits[i] : 0;
-    const std::uint32_t magnitude = bits[j] & 0x7FFFFFFFu;
-    const bool finite = magnitude < 0x7F800000u;
-    largest = max(largest, finite ? magnitude : 0u);
-    smallest_less_one = min(smallest_less_one, magnitude - 1u);
-    special |= (!finite || bits[j] == 0x80000000u) ? 1u : 0u;
+    scan.take(bits[j]);
   }
+  for (std::size_t r = 1; r < rows; ++r) {
+    const float* row = values + r * row_stride + local;
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      const std::size_t i = static_cast<std::size_t>(j) * kThreads + threadIdx.x;
+      scan.take(i < c ? __float_as_uint(row[i]) : 0u);
+    }
+  }
+  std::uint32_t largest = scan.largest, smallest_less_one = scan.smallest_less_one,
+                special = scan.special;
   for (int d = 16; d > 0; d /= 2) {
     largest = max(largest, __shfl_xor_sync(0xFFFFFFFFu, largest, d));
     smallest_less_one = min(smallest_less_one, __shfl_xor_sync(0xFFFFFFFFu, smallest_less_one, d));
@@ -91,7 +133,8 @@ __global__ void __launch_bounds__(kThreads)
         const int old_bottom = s.bottom[b], old_bits = s.magnitude_bits[b];
         const int bottom = min(old_bottom, lowest);
         const int shift = old_bits == 0 ? 0 : old_bottom - bottom;
-        const int needed = max(old_bits == 0 ? 0 : old_bits + shift, top - bottom + 1) + 1;
+        const int needed =
+            sum_bits(max(old_bits == 0 ? 0 : old_bits + shift, top - bottom + 1), rows + 1);
         if (needed > kDigitBits) {
           d.action = 2;  // the block is left as it was: the host adds the whole range again
         } else {
@@ -111,22 +154,26 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
   const Decision d = decision;
   if (d.action != 0) return;
+  std::uint64_t sum[kPerThread];
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j) {
+    sum[j] = (static_cast<std::uint64_t>(old[j]) << d.shift) + scaled(bits[j], d.bottom);
+  }
+  for (std::size_t r = 1; r < rows; ++r) {
+    const float* row = values + r * row_stride + local;
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      const std::size_t i = static_cast<std::size_t>(j) * kThreads + threadIdx.x;
+      if (i < c) sum[j] += scaled(__float_as_uint(row[i]), d.bottom);
+    }
+  }
   unsigned long long any = 0;
 #pragma unroll
   for (int j = 0; j < kPerThread; ++j) {
     const std::size_t i = static_cast<std::size_t>(j) * kThreads + threadIdx.x;
     if (i >= elements) continue;
-    const std::uint32_t exponent = (bits[j] >> 23) & 0xFFu;
-    std::uint64_t k = 0;
-    if (exponent != 0xFFu) {
-      const std::uint32_t significand = (bits[j] & 0x7FFFFFu) | (exponent != 0 ? 0x800000u : 0u);
-      const int position = (exponent == 0 ? 0 : static_cast<int>(exponent) - 1) - d.bottom;
-      k = static_cast<std::uint64_t>(significand) << (position > 0 ? position : 0);
-    }
-    const std::uint64_t v = (bits[j] >> 31) != 0 ? 0 - k : k;
-    const std::uint64_t sum = (static_cast<std::uint64_t>(old[j]) << d.shift) + v;
-    digits[i] = static_cast<std::int64_t>(sum);
-    any |= static_cast<std::int64_t>(sum) < 0 ? 0 - sum : sum;
+    digits[i] = static_cast<std::int64_t>(sum[j]);
+    any |= static_cast<std::int64_t>(sum[j]) < 0 ? 0 - sum[j] : sum[j];
   }
   for (int w = 16; w > 0; w /= 2) any |= __shfl_xor_sync(0xFFFFFFFFu, any, w);
   if (lane == 0) any_of[warp] = any;
@@ -251,8 +298,8 @@ void launch_finish(const FinishSource& source, std::size_t blocks, std::size_t c
   const auto grid = static_cast<unsigned>(blocks);
   switch (dtype) {
     case DType::kF32:
-      finish_kernel<Binary32Format><<<grid, kThreads, 0, stream>>>(
-          source, count, mean, divisor, static_cast<float*>(d_out));
+      finish_kernel<Binary32Format>
+          <<<grid, kThreads, 0, stream>>>(source, count, mean, divisor, static_cast<float*>(d_out));
       break;
     case DType::kBF16:
       finish_kernel<BFloat16Format><<<grid, kThreads, 0, stream>>>(
@@ -282,11 +329,12 @@ void launch_accumulator_reset_bottoms(std::int32_t* bottom, std::size_t blocks, 
 }
 
 void launch_accumulator_add(const DeviceAccumulatorState& state, const float* d_values,
-                            std::size_t offset, std::size_t n, void* cuda_stream) {
-  if (n == 0) return;
+                            std::size_t row_stride, std::size_t rows, std::size_t offset,
+                            std::size_t n, void* cuda_stream) {
+  if (n == 0 || rows == 0) return;
   const auto blocks = static_cast<unsigned>((n + exact::kBlock - 1) / exact::kBlock);
-  add_kernel<<<blocks, kThreads, 0, static_cast<cudaStream_t>(cuda_stream)>>>(state, d_values,
-                                                                              offset, n);
+  add_kernel<<<blocks, kThreads, 0, static_cast<cudaStream_t>(cuda_stream)>>>(
+      state, d_values, row_stride, rows, offset, n);
   RV_CUDA_CHECK_LAUNCH("accumulator add_kernel");
 }
 

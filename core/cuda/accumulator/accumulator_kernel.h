@@ -28,10 +28,12 @@ struct DeviceAccumulatorState {
 };
 inline constexpr std::uint32_t kOnDevice = 0, kOnHost = 1, kToHost = 2;
 
-// Adds values[0, n) to elements [offset, offset + n) (offset a multiple of exact::kBlock) in
-// every block on the device that can take them; sets *host_needed for any other.
+// Adds `rows` rows of n values, row r at d_values + r × row_stride, to elements
+// [offset, offset + n) (offset a multiple of exact::kBlock) in every block on the device that
+// can take all of them; sets *host_needed for any other (left untouched, every row).
 void launch_accumulator_add(const DeviceAccumulatorState& state, const float* d_values,
-                            std::size_t offset, std::size_t n, void* cuda_stream);
+                            std::size_t row_stride, std::size_t rows, std::size_t offset,
+                            std::size_t n, void* cuda_stream);
 
 // What the export and the finish do with a block: kSkip (the host writes it), kZero (no limb,
 // nothing special: finish writes +0), kOneLimb (export shifts the digit to the agreed bottom;

@@ -116,11 +116,17 @@ void CudaAccumulator::move_to_host(std::size_t b, void* cuda_stream) {
 
 void CudaAccumulator::add(const float* d_values, std::size_t offset, std::size_t n,
                           void* cuda_stream) {
+  add_rows(d_values, n, 1, offset, n, cuda_stream);
+}
+
+void CudaAccumulator::add_rows(const float* d_values, std::size_t row_stride, std::size_t rows,
+                               std::size_t offset, std::size_t n, void* cuda_stream) {
   if (offset % kBlock != 0 || offset > count_ || n > count_ - offset) {
     throw InputError(detail::concat("CudaAccumulator::add: elements [", offset, ", ", offset + n,
                                     ") of ", count_, " (a range starts a block of ", kBlock, ")"));
   }
-  if (n == 0) return;
+  check_rows("CudaAccumulator::add_rows", row_stride, rows, n);
+  if (n == 0 || rows == 0) return;
   resolve();  // the last micro-batch's adds, as a rule long done: no wait for this one's work
   // A block another pending add marked for the host must be taken over first: the next
   // launch would skip it too, and settle could not tell which launch skipped what.
@@ -131,21 +137,36 @@ void CudaAccumulator::add(const float* d_values, std::size_t offset, std::size_t
     }
   }
   const cuda_detail::ScopedDevice scope(device_);
-  launch_accumulator_add(state(), d_values, offset, n, cuda_stream);
+  launch_accumulator_add(state(), d_values, row_stride, rows, offset, n, cuda_stream);
   states_fresh_ = false;
-  pending_.push_back(PendingAdd{d_values, offset, n, cuda_stream});
+  pending_.push_back(PendingAdd{d_values, row_stride, rows, offset, n, cuda_stream});
 }
 
 void CudaAccumulator::add(const void* d_values, std::size_t offset, std::size_t n, DType dtype,
                           void* cuda_stream) {
+  add_rows(d_values, n, 1, offset, n, dtype, cuda_stream);
+}
+
+void CudaAccumulator::add_rows(const void* d_values, std::size_t row_stride, std::size_t rows,
+                               std::size_t offset, std::size_t n, DType dtype, void* cuda_stream) {
   if (dtype == DType::kF32) {
-    add(static_cast<const float*>(d_values), offset, n, cuda_stream);
+    add_rows(static_cast<const float*>(d_values), row_stride, rows, offset, n, cuda_stream);
     return;
   }
+  check_rows("CudaAccumulator::add_rows", row_stride, rows, n);
+  if (n == 0 || rows == 0) return;
   const cuda_detail::ScopedDevice scope(device_);
-  DeviceBuffer widened(device_, n * sizeof(float));
-  launch_widen(d_values, n, dtype, widened.floats(), cuda_stream);
-  add(widened.floats(), offset, n, cuda_stream);
+  // The rows widened into one binary32 table of rows × n (a row apart n floats).
+  DeviceBuffer widened(device_, rows * n * sizeof(float));
+  if (row_stride == n) {
+    launch_widen(d_values, rows * n, dtype, widened.floats(), cuda_stream);
+  } else {
+    const auto* bytes = static_cast<const unsigned char*>(d_values);
+    for (std::size_t r = 0; r < rows; ++r) {
+      launch_widen(bytes + r * row_stride * 2, n, dtype, widened.floats() + r * n, cuda_stream);
+    }
+  }
+  add_rows(widened.floats(), n, rows, offset, n, cuda_stream);
   widened_.push_back(std::move(widened));
 }
 
@@ -217,10 +238,12 @@ void CudaAccumulator::settle() {
         residence[b] = kOnHost;
         const std::size_t begin = b * kBlock - p.offset;
         const std::size_t c = std::min(kBlock, p.n - begin);
-        RV_CUDA_CHECK(cudaMemcpyAsync(chunk.data(), p.values + begin, c * sizeof(float),
-                                      cudaMemcpyDeviceToHost, stream));
-        RV_CUDA_CHECK(cudaStreamSynchronize(stream));
-        host_.add(chunk.data(), b * kBlock, c);
+        for (std::size_t r = 0; r < p.rows; ++r) {  // the launch left every row to the host
+          RV_CUDA_CHECK(cudaMemcpyAsync(chunk.data(), p.values + r * p.row_stride + begin,
+                                        c * sizeof(float), cudaMemcpyDeviceToHost, stream));
+          RV_CUDA_CHECK(cudaStreamSynchronize(stream));
+          host_.add(chunk.data(), b * kBlock, c);
+        }
       }
     }
     RV_CUDA_CHECK(cudaMemcpyAsync(residence_.data(), residence.data(), blocks_ * 4,

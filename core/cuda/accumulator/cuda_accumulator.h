@@ -49,6 +49,13 @@ class CudaAccumulator final : public GradientAccumulator {
   // the widening has run on cuda_stream).
   void add(const void* d_values, std::size_t offset, std::size_t n, DType dtype,
            void* cuda_stream) override;
+  // Rows of a table in one launch (GradientAccumulator::add_rows), settled as one add: a
+  // block whose window cannot take every row is left to the host for all of them. bf16 and f16
+  // rows are widened into one binary32 table kept until the settle (rows × n × 4 bytes).
+  void add_rows(const float* d_values, std::size_t row_stride, std::size_t rows, std::size_t offset,
+                std::size_t n, void* cuda_stream);
+  void add_rows(const void* d_values, std::size_t row_stride, std::size_t rows, std::size_t offset,
+                std::size_t n, DType dtype, void* cuda_stream) override;
   void settle();
   void end_micro_batch() override {
     settle();
@@ -108,6 +115,7 @@ class CudaAccumulator final : public GradientAccumulator {
 
   struct PendingAdd {
     const float* values;
+    std::size_t row_stride, rows;  // one launch's rows, row r at values + r × row_stride
     std::size_t offset, n;
     void* stream;
   };
