@@ -25,36 +25,31 @@ cpu_report=${CPU_REPORT:-"$root/golden/boxes/cpu-gloo-half.json"}
 : >"$out/$log"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
-declare -A nccl_dirs=(
-  [nccl2.28.3]=/usr/lib/x86_64-linux-gnu
-  [nccl2.28.9]=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib
-)
-libs() { echo "LD_LIBRARY_PATH=${nccl_dirs[$1]}:$bundle/lib"; }
 cli="$shim"
 
 note "machine: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -1)"
 note "bundle: $(head -1 "$bundle/BUILD")"
 
 # 1. GPU tests.
-key=nccl2.28.3
+key=system
 step "tests gpu_half_stacked_kernel_test" 150 env "$(libs $key)" "$bundle/bin/gpu_half_stacked_kernel_test"
 step "tests gpu_exact_world_test" 150 env "$(libs $key)" "$bundle/bin/gpu_exact_world_test"
 step "tests gpu_loopback_world_test" 120 env "$(libs $key)" "$bundle/bin/gpu_loopback_world_test"
 [[ -x $bundle/bin/gpu_capi_dtype_test ]] &&
   step "tests gpu_capi_dtype_test" 60 env "$(libs $key)" "$bundle/bin/gpu_capi_dtype_test"
-for key in nccl2.28.3 nccl2.28.9; do
+for key in "${nccl_order[@]}"; do
   step "tests[$key] gpu_nccl_transport_test" 120 env "$(libs $key)" NCCL_SOCKET_IFNAME=lo \
     "$bundle/bin/gpu_nccl_transport_test"
 done
 
 # 2. The half kernels against cudaMemcpy.
-step "bench_cuda_half" 200 env "$(libs nccl2.28.3)" "$bundle/bin/bench_cuda_half" \
+step "bench_cuda_half" 200 env "$(libs system)" "$bundle/bin/bench_cuda_half" \
   --benchmark_counters_tabular=true --benchmark_out="$out/cuda-half-h200.json" \
   --benchmark_out_format=json
 
 # 3. The CLI over the bf16/f16 golden cases.
-for key in nccl2.28.3 nccl2.28.9; do
-  if [[ $key == nccl2.28.3 ]]; then  # cuda-loopback loads no NCCL: once is enough
+for key in "${nccl_order[@]}"; do
+  if [[ $key == system ]]; then  # cuda-loopback loads no NCCL: once is enough
     step "cli run cuda-loopback --dtype bf16,f16" 200 env "$(libs $key)" "$cli" run \
       --transport cuda-loopback --dtype bf16,f16 --report "$out/h200-cuda-loopback-half.json"
     step "cli compare cuda-loopback half with the CPU report" 60 "$cli" compare \

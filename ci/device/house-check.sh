@@ -28,8 +28,8 @@ if [[ ${PART:-tests} == tests ]]; then
     test=$(basename "$program")
     [[ -x $program ]] || { note "$test: not in the bundle"; continue; }
     if [[ $test == gpu_nccl_transport_test ]]; then
-      step "$test (torch venv NCCL)" 120 env \
-        "LD_LIBRARY_PATH=${venv_nccl:-/usr/lib/x86_64-linux-gnu}:$bundle/lib" \
+      step "$test (${nccl_order[-1]} NCCL)" 120 env \
+        "$(libs "${nccl_order[-1]}")" \
         NCCL_SOCKET_IFNAME=lo "$program" --gtest_brief=1
       continue
     fi

@@ -19,9 +19,6 @@ log=log.txt
 source "$(dirname "$0")/steps.sh"
 : >"$summary"
 export OMP_NUM_THREADS=1 NCCL_DEBUG=${NCCL_DEBUG:-WARN}
-venv_nccl=$(python3 -c "import nvidia.nccl, os; print(os.path.join(next(iter(nvidia.nccl.__path__)), \"lib\"))" 2>/dev/null)
-declare -A nccl_dirs=([system]=/usr/lib/x86_64-linux-gnu)
-[[ -n $venv_nccl ]] && nccl_dirs[torch-venv]=$venv_nccl
 note "machine: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
 note "bundle: $(head -1 "$bundle/BUILD")"
 
@@ -35,10 +32,10 @@ step "cli run cuda-loopback --coll reduce-scatter" 200 "$shim" run --transport c
   --coll reduce-scatter --report "$loopback"
 step "cli compare loopback with the CPU report" 60 "$shim" compare "$loopback" \
   "$root/golden/boxes/cpu-gloo-reduce-scatter.json"
-for tag in "${!nccl_dirs[@]}"; do
+for tag in "${nccl_order[@]}"; do
   report="$out/nccl1-reduce-scatter-$tag.json"
   step "cli run nccl W=1 --coll reduce-scatter ($tag NCCL)" 120 env \
-    "LD_LIBRARY_PATH=${nccl_dirs[$tag]}:$bundle/lib" NCCL_SOCKET_IFNAME=lo \
+    "$(libs "$tag")" NCCL_SOCKET_IFNAME=lo \
     "$bundle/bin/reduce-verify" run --transport nccl --max-world 1 --coll reduce-scatter \
     --report "$report"
   step "cli compare nccl ($tag) with the loopback report" 60 "$shim" compare "$report" "$loopback"

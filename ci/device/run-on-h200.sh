@@ -30,14 +30,6 @@ mkdir -p "$work/reports"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
 
-declare -A nccl_dirs=(
-  [system]=/usr/lib/x86_64-linux-gnu
-  [torch]=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib
-)
-nccl_order=(system torch)
-
-# libs KEY: the loader path with that NCCL first, then the bundle's own libraries.
-libs() { echo "LD_LIBRARY_PATH=${nccl_dirs[$1]}:$bundle/lib"; }
 
 # 1. The machine.
 {

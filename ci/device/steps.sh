@@ -3,7 +3,8 @@
 # The caller sets, before sourcing: `out` (its results folder) and `log` (the log's name in
 # it), and optionally `budget` (the seconds the whole script may take). It gets: root, bundle,
 # summary, bundle_env, shim (the CLI), py (the package's Python over the bundle's library),
-# venv_nccl (the torch venv's NCCL folder, or empty) and note, note_machine, step,
+# venv_nccl (the torch venv's NCCL folder, or empty), nccl_dirs and nccl_order (the NCCLs by
+# key: system, and torch where the venv has one), libs KEY, and note, note_machine, step,
 # note_failures.
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 bundle="$root/build-device"
@@ -59,6 +60,15 @@ py=(env REDUCE_VERIFY_LIB="$bundle/lib/libreduce_verify_c.so" REDUCE_VERIFY="$sh
     REDUCE_VERIFY_HAS_GLOO=1 PYTHONPATH="$root/python:$root/tests/python" python3)
 # The NCCL of the machine's torch venv (the system's is /usr/lib/x86_64-linux-gnu).
 venv_nccl=$(python3 -c "import nvidia.nccl, os; print(os.path.join(next(iter(nvidia.nccl.__path__)), \"lib\"))" 2>/dev/null)
+# The NCCLs a script runs under, by key: the system's, and the torch venv's where there is one;
+# libs KEY: the loader path with that NCCL first, then the bundle's own libraries.
+declare -A nccl_dirs=([system]=/usr/lib/x86_64-linux-gnu)
+nccl_order=(system)
+if [[ -n $venv_nccl ]]; then
+  nccl_dirs[torch]=$venv_nccl
+  nccl_order+=(torch)
+fi
+libs() { echo "LD_LIBRARY_PATH=${nccl_dirs[$1]}:$bundle/lib"; }
 
 # The lines a summary starts with: the GPU and its driver, torch and its NCCL, the bundle.
 note_machine() {

@@ -23,8 +23,6 @@ log=log.txt
 source "$(dirname "$0")/steps.sh"
 : >"$summary"
 export OMP_NUM_THREADS=1 NCCL_DEBUG=${NCCL_DEBUG:-WARN}
-declare -A nccl_dirs=([system]=/usr/lib/x86_64-linux-gnu)
-[[ -n $venv_nccl ]] && nccl_dirs[torch-venv]=$venv_nccl
 note_machine
 
 if [[ ${PART:-tests} == tests ]]; then
@@ -37,8 +35,8 @@ if [[ ${PART:-tests} == tests ]]; then
     [[ $test == gpu_half_stacked_kernel_test ]] && limit=240
     step "$test" "$limit" "${bundle_env[@]}" "$bundle/bin/$test" --gtest_brief=1
   done
-  step "gpu_nccl_transport_test (torch venv NCCL)" 120 env \
-    "LD_LIBRARY_PATH=${nccl_dirs[torch-venv]:-${nccl_dirs[system]}}:$bundle/lib" \
+  step "gpu_nccl_transport_test (${nccl_order[-1]} NCCL)" 120 env \
+    "$(libs "${nccl_order[-1]}")" \
     NCCL_SOCKET_IFNAME=lo "$bundle/bin/gpu_nccl_transport_test"
   grep -E '^\[  (FAILED|PASSED) ' "$out/$log" | tee -a "$summary"
   step "bench_cuda_half" 220 "${bundle_env[@]}" "$bundle/bin/bench_cuda_half" \
