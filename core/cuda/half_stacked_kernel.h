@@ -85,8 +85,8 @@ enum class HalfFoldShape : std::uint8_t {
   kVector4
 };
 inline constexpr HalfFoldShape kAllHalfFoldShapes[] = {
-    HalfFoldShape::kInline,   HalfFoldShape::kBatch8,    HalfFoldShape::kBatch4,
-    HalfFoldShape::kBatch4x2, HalfFoldShape::kBatch2x2,  HalfFoldShape::kStaged2x4,
+    HalfFoldShape::kInline,    HalfFoldShape::kBatch8,   HalfFoldShape::kBatch4,
+    HalfFoldShape::kBatch4x2,  HalfFoldShape::kBatch2x2, HalfFoldShape::kStaged2x4,
     HalfFoldShape::kStaged4x2, HalfFoldShape::kVector4};
 HalfFoldShape default_half_fold_shape(HalfPath path, std::uint32_t world);
 const char* to_string(HalfFoldShape shape);
@@ -119,7 +119,9 @@ void cuda_fold_stacked_half_shaped(const void* d_stacked, std::uint32_t world,
 //     256 threads an SM (80 registers) instead of 2.
 //   kVector4 (the "vector" kernel): aligned tables only (HalfPath::kVector; any other is
 //     reduced by kStaged4x2): one unit a thread, 4 slots' 16-byte loads in registers before
-//     they are added, the units and staged kernels' arithmetic.
+//     they are added, the units and staged kernels' arithmetic; 80 registers, 3 resident
+//     blocks of 256 threads an SM. kVector4Blocks4: the same capped at 64 registers for 4
+//     blocks (ptxas spills 76 bytes a thread).
 // The units and staged shapes keep no window for f16, whose sums are exact in double below
 // W = 2^13: an f16 world above that takes kOneUnit.
 enum class HalfExactShape : std::uint8_t {
@@ -132,14 +134,20 @@ enum class HalfExactShape : std::uint8_t {
   kStaged4x2,
   kStaged2x4Integer,
   kStaged2x4Deferred,
-  kVector4
+  kVector4,
+  kVector4Blocks4
 };
-inline constexpr HalfExactShape kAllHalfExactShapes[] = {
-    HalfExactShape::kOneUnit,          HalfExactShape::kTwoUnits,
-    HalfExactShape::kSlots4,           HalfExactShape::kSlots2Pipelined,
-    HalfExactShape::kStaged2x4,        HalfExactShape::kStaged2x4Hybrid,
-    HalfExactShape::kStaged4x2,        HalfExactShape::kStaged2x4Integer,
-    HalfExactShape::kStaged2x4Deferred, HalfExactShape::kVector4};
+inline constexpr HalfExactShape kAllHalfExactShapes[] = {HalfExactShape::kOneUnit,
+                                                         HalfExactShape::kTwoUnits,
+                                                         HalfExactShape::kSlots4,
+                                                         HalfExactShape::kSlots2Pipelined,
+                                                         HalfExactShape::kStaged2x4,
+                                                         HalfExactShape::kStaged2x4Hybrid,
+                                                         HalfExactShape::kStaged4x2,
+                                                         HalfExactShape::kStaged2x4Integer,
+                                                         HalfExactShape::kStaged2x4Deferred,
+                                                         HalfExactShape::kVector4,
+                                                         HalfExactShape::kVector4Blocks4};
 HalfExactShape default_half_exact_shape(std::uint32_t world);
 const char* to_string(HalfExactShape shape);
 void cuda_exact_stacked_half_shaped(const void* d_stacked, std::uint32_t world,

@@ -690,12 +690,14 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
 // Where every slot and the output share one phase (HalfPath::kVector), no unit needs
 // realigning, and the simplest walk serves: a thread takes one unit, issues the loads of kSlots
 // slots (one 16-byte load each, kept in registers) before adding any, and the grid covers the
-// units with one unit a thread (no grid-stride loop, no phase per slot, no shared memory); 80
-// registers, 3 blocks of kThreads an SM. A unit whose window the double cannot hold breaks the
+// units with one unit a thread (no grid-stride loop, no phase per slot, no shared memory),
+// registers capped for kMinBlocks resident blocks of kThreads an SM (3: 80 registers and 16
+// bytes spilled a thread; 4: 64 and 76). A unit whose window the double cannot hold breaks the
 // thread's walk: it is finished element by element outside the loop, so that no call sits
 // inside it and no value of the loop lives across one.
-template <bool kF16, int kSlots>
-__global__ void __launch_bounds__(kThreads, 3) exact_vector_kernel(HalfTable t, ExactHalfArgs a) {
+template <bool kF16, int kSlots, int kMinBlocks>
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+    exact_vector_kernel(HalfTable t, ExactHalfArgs a) {
   const std::size_t thread = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::size_t threads = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   std::size_t u = thread;
@@ -768,12 +770,15 @@ void launch_shaped(const HalfTable& table, const ExactHalfArgs& args, Op op, cud
     case detail::HalfExactShape::kStaged2x4Integer:
       return launch(exact_staged_kernel<kF16, 3, 2, 4, false, 2>, 1,
                     "exact_staged_kernel<2x4 integer>");
-    case detail::HalfExactShape::kVector4: {
+    case detail::HalfExactShape::kVector4:
+    case detail::HalfExactShape::kVector4Blocks4: {
       // Aligned tables only; any other takes the staged kernel.
       if (!half_kernel_detail::aligned_units(table)) {
         return launch_shaped<kF16>(table, args, op, stream, detail::HalfExactShape::kStaged4x2);
       }
-      const auto kernel = exact_vector_kernel<kF16, 4>;
+      const auto kernel = shape == detail::HalfExactShape::kVector4
+                              ? exact_vector_kernel<kF16, 4, 3>
+                              : exact_vector_kernel<kF16, 4, 4>;
       const unsigned blocks = static_cast<unsigned>((table.units + kThreads - 1) / kThreads);
       kernel<<<blocks, kThreads, 0, stream>>>(table, args);
       RV_CUDA_CHECK_LAUNCH("exact_vector_kernel<4>");
@@ -844,6 +849,8 @@ const char* to_string(HalfExactShape shape) {
       return "staged-s2x4-deferred";
     case HalfExactShape::kVector4:
       return "vector-s4";
+    case HalfExactShape::kVector4Blocks4:
+      return "vector-s4-4blocks";
   }
   return "unknown";
 }
