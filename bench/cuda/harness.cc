@@ -44,6 +44,7 @@ bool take_flush_flag(int& argc, char** argv) {
       argv[kept++] = argv[i];
     }
   }
+  if (kept < argc) argv[kept] = nullptr;  // argv stays null-terminated
   argc = kept;
   return found;
 }
