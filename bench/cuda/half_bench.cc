@@ -20,6 +20,8 @@
 // Run: bench_cuda_half --benchmark_out=cuda-half-h200.json --benchmark_out_format=json
 // (2816 cases, minutes on one GPU; --benchmark_filter='/n:16777216/',
 // '/kernel:1/.*/shape:0/' and so on for a part: the arguments are in each case's name).
+// --flush_l2 (harness.h, l2_flush.h): each timed kernel and copy starts from an L2 of clean
+// lines instead of after the other's writes; the context records which.
 #include <benchmark/benchmark.h>
 #include <cuda_runtime_api.h>
 
