@@ -197,7 +197,8 @@ void print_summary() {
         found == worst.end() ? r.copy_fraction : std::min(found->second, r.copy_fraction);
     if (r.is_default) default_by_world[world_key] = r.shape;
   }
-  std::printf("\nbench_cuda_half summary: copy_fraction worst/median over W, layouts, ops\n");
+  std::printf("\nbench_cuda_half summary: copy_fraction worst/median over W, layouts, ops%s\n",
+              bench::l2_flush_on() ? " (L2 flushed before each timed kernel and copy)" : "");
   for (auto& [key, values] : by_shape) {
     std::sort(values.begin(), values.end());
     std::printf("%s %.3f/%.3f\n", key.c_str(), values.front(), values[values.size() / 2]);

@@ -120,6 +120,8 @@ double time_kernel_against_copy(benchmark::State& state, cudaStream_t stream,
   return kernel_bw / copy_bw;
 }
 
+bool l2_flush_on() { return flush_l2; }
+
 int run_cuda_benchmarks(int argc, char** argv, const char* program,
                         const std::function<void()>& extra_context,
                         const std::function<void()>& after) {

@@ -61,6 +61,9 @@ double time_kernel_against_copy(benchmark::State& state, cudaStream_t stream,
                                 const std::function<void()>& kernel, double kernel_bytes,
                                 const DeviceCopy& copy, const KernelCounters& counters = {});
 
+// Whether this run flushes the L2 between timed operations (--flush_l2).
+bool l2_flush_on();
+
 // The whole of a CUDA benchmark program's main: --flush_l2, then Google Benchmark's arguments
 // (unknown ones: 1), no CUDA device: "<program>: no CUDA device (…); nothing to measure" and 0;
 // otherwise the context every program records (CUDA driver and runtime, GPU, PCI bus id, NVIDIA
