@@ -4,19 +4,13 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <stdexcept>
-#include <string>
+
+#include "bench/cuda/harness.h"
 
 namespace rv::bench {
 namespace {
 
 constexpr int kThreads = 256;
-
-void check(cudaError_t status, const char* what) {
-  if (status != cudaSuccess) {
-    throw std::runtime_error(std::string("L2 flush: ") + what + ": " + cudaGetErrorString(status));
-  }
-}
 
 // Reads every 16 bytes of the scratch buffer (plain loads, so the lines are allocated in L2
 // and push out what was there). The sink is written only if the OR of everything read is a
@@ -36,15 +30,18 @@ __global__ void __launch_bounds__(kThreads)
 }  // namespace
 
 L2Flush::L2Flush() {
-  int device = 0, l2 = 0;
-  check(cudaGetDevice(&device), "device");
-  check(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device), "L2 size");
+  int device = 0, l2 = 0, multiprocessors = 0;
+  check(cudaGetDevice(&device), "L2 flush: device");
+  check(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device), "L2 flush: L2 size");
+  check(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device),
+        "L2 flush: multiprocessors");
+  blocks_ = static_cast<unsigned>(multiprocessors) * 8;
   bytes_ = std::max<std::size_t>(std::size_t{64} << 20, 4 * static_cast<std::size_t>(l2));
   bytes_ = bytes_ / 16 * 16;
-  check(cudaMalloc(&scratch_, bytes_), "scratch");
-  check(cudaMemset(scratch_, 0, bytes_), "scratch");
-  check(cudaMalloc(&sink_, sizeof(std::uint32_t)), "sink");
-  check(cudaDeviceSynchronize(), "set-up");
+  check(cudaMalloc(&scratch_, bytes_), "L2 flush: scratch");
+  check(cudaMemset(scratch_, 0, bytes_), "L2 flush: scratch");
+  check(cudaMalloc(&sink_, sizeof(std::uint32_t)), "L2 flush: sink");
+  check(cudaDeviceSynchronize(), "L2 flush: set-up");
 }
 
 L2Flush::~L2Flush() {
@@ -53,12 +50,9 @@ L2Flush::~L2Flush() {
 }
 
 void L2Flush::enqueue(void* cuda_stream) const {
-  int device = 0, multiprocessors = 0;
-  check(cudaGetDevice(&device), "device");
-  check(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device), "SMs");
-  flush_kernel<<<multiprocessors * 8, kThreads, 0, static_cast<cudaStream_t>(cuda_stream)>>>(
+  flush_kernel<<<blocks_, kThreads, 0, static_cast<cudaStream_t>(cuda_stream)>>>(
       static_cast<const uint4*>(scratch_), bytes_ / 16, static_cast<std::uint32_t*>(sink_));
-  check(cudaGetLastError(), "launch");
+  check(cudaGetLastError(), "L2 flush: launch");
 }
 
 }  // namespace rv::bench

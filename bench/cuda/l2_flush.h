@@ -15,7 +15,8 @@ namespace rv::bench {
 
 class L2Flush {
  public:
-  // A scratch buffer of four times the current device's L2 (at least 64 MiB).
+  // A scratch buffer of four times the current device's L2 (at least 64 MiB), read by the
+  // flush on that device.
   L2Flush();
   ~L2Flush();
   L2Flush(const L2Flush&) = delete;
@@ -29,6 +30,7 @@ class L2Flush {
   void* scratch_ = nullptr;
   void* sink_ = nullptr;  // one word the read kernel writes only when the data says so
   std::size_t bytes_ = 0;
+  unsigned blocks_ = 0;  // eight a multiprocessor of the device it was made on
 };
 
 }  // namespace rv::bench

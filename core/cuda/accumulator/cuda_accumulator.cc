@@ -119,13 +119,23 @@ void CudaAccumulator::add(const float* d_values, std::size_t offset, std::size_t
   add_rows(d_values, n, 1, offset, n, cuda_stream);
 }
 
-void CudaAccumulator::add_rows(const float* d_values, std::size_t row_stride, std::size_t rows,
-                               std::size_t offset, std::size_t n, void* cuda_stream) {
+void CudaAccumulator::check_add(std::size_t offset, std::size_t n, std::size_t row_stride,
+                                std::size_t rows) const {
   if (offset % kBlock != 0 || offset > count_ || n > count_ - offset) {
     throw InputError(detail::concat("CudaAccumulator::add: elements [", offset, ", ", offset + n,
                                     ") of ", count_, " (a range starts a block of ", kBlock, ")"));
   }
   check_rows("CudaAccumulator::add_rows", row_stride, rows, n);
+}
+
+void CudaAccumulator::add_rows(const float* d_values, std::size_t row_stride, std::size_t rows,
+                               std::size_t offset, std::size_t n, void* cuda_stream) {
+  check_add(offset, n, row_stride, rows);
+  enqueue_rows(d_values, row_stride, rows, offset, n, cuda_stream);
+}
+
+void CudaAccumulator::enqueue_rows(const float* d_values, std::size_t row_stride, std::size_t rows,
+                                   std::size_t offset, std::size_t n, void* cuda_stream) {
   if (n == 0 || rows == 0) return;
   resolve();  // the last micro-batch's adds, as a rule long done: no wait for this one's work
   // A block another pending add marked for the host must be taken over first: the next
@@ -149,11 +159,11 @@ void CudaAccumulator::add(const void* d_values, std::size_t offset, std::size_t 
 
 void CudaAccumulator::add_rows(const void* d_values, std::size_t row_stride, std::size_t rows,
                                std::size_t offset, std::size_t n, DType dtype, void* cuda_stream) {
+  check_add(offset, n, row_stride, rows);  // before any widening
   if (dtype == DType::kF32) {
-    add_rows(static_cast<const float*>(d_values), row_stride, rows, offset, n, cuda_stream);
+    enqueue_rows(static_cast<const float*>(d_values), row_stride, rows, offset, n, cuda_stream);
     return;
   }
-  check_rows("CudaAccumulator::add_rows", row_stride, rows, n);
   if (n == 0 || rows == 0) return;
   const cuda_detail::ScopedDevice scope(device_);
   // The rows widened into one binary32 table of rows × n (a row apart n floats).
@@ -166,7 +176,7 @@ void CudaAccumulator::add_rows(const void* d_values, std::size_t row_stride, std
       launch_widen(bytes + r * row_stride * 2, n, dtype, widened.floats() + r * n, cuda_stream);
     }
   }
-  add_rows(widened.floats(), n, rows, offset, n, cuda_stream);
+  enqueue_rows(widened.floats(), n, rows, offset, n, cuda_stream);
   widened_.push_back(std::move(widened));
 }
 

@@ -103,6 +103,12 @@ class CudaAccumulator final : public GradientAccumulator {
   const ExactAccumulator& host() const { return host_; }
 
  private:
+  // InputError for a range that does not start a block or runs past count(), or rows that
+  // overlap (GradientAccumulator::check_rows).
+  void check_add(std::size_t offset, std::size_t n, std::size_t row_stride, std::size_t rows) const;
+  // The checked rows' one launch, after settling any pending add it overlaps.
+  void enqueue_rows(const float* d_values, std::size_t row_stride, std::size_t rows,
+                    std::size_t offset, std::size_t n, void* cuda_stream);
   DeviceAccumulatorState state() const;
   DeviceAccumulatorPlan device_plan() const;
   void download_states(void* cuda_stream);
